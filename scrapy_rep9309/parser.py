@@ -1,0 +1,149 @@
+"""Robots.txt line tokenizer: bytes in, one event per recognised record out.
+
+Like ``robots.cc`` in Google's library, the tokenizer knows nothing about groups or
+matching: it finds ``key: value`` records and calls a handler. Keeping the two apart
+lets :mod:`scrapy_rep9309.robotstxt` build groups while other handlers (statistics,
+linting) reuse the same reading rules.
+
+Reading rules (RFC 9309 section 2.2, plus Google's leniency):
+
+- CR, LF and CRLF each end one line; line numbers are 1-based.
+- A UTF-8 byte order mark (or a leading part of one) at the very start is skipped.
+- Lines are cut to :data:`MAX_LINE_OCTETS` octets before anything else, as Google does.
+- ``#`` starts a comment; keys and values are stripped of surrounding whitespace.
+- A line without ``:`` is still a record when it is exactly two whitespace-separated
+  tokens (``disallow /``).
+- Keys are case-insensitive and include Google's accepted misspellings; like Google,
+  a key that merely *starts with* a known key (``user-agents``) counts as that key.
+- Values stay bytes: the handler decides how to decode them.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+#: Google's limit: "many times" the 2083-octet maximum URL length, minus a NUL.
+MAX_LINE_OCTETS = 2083 * 8 - 1
+
+#: The RFC's lower bound for what a crawler must parse (500 KiB).
+MIN_MAX_SIZE = 512000
+
+
+class RobotsTxtHandler(Protocol):
+    """Receives the records of a robots.txt, in file order."""
+
+    def user_agent(self, line_no: int, value: bytes) -> None: ...
+
+    def allow(self, line_no: int, value: bytes) -> None: ...
+
+    def disallow(self, line_no: int, value: bytes) -> None: ...
+
+    def sitemap(self, line_no: int, value: bytes) -> None: ...
+
+    def crawl_delay(self, line_no: int, value: bytes) -> None: ...
+
+    def unknown(self, line_no: int, key: bytes, value: bytes) -> None: ...
+
+
+#: Key prefixes in the order Google tests them; the first that a key starts with wins.
+_KEY_PREFIXES: tuple[tuple[bytes, str], ...] = (
+    (b"user-agent", "user_agent"),
+    (b"useragent", "user_agent"),
+    (b"user agent", "user_agent"),
+    (b"allow", "allow"),
+    (b"disallow", "disallow"),
+    (b"dissallow", "disallow"),
+    (b"dissalow", "disallow"),
+    (b"disalow", "disallow"),
+    (b"diasllow", "disallow"),
+    (b"disallaw", "disallow"),
+    (b"sitemap", "sitemap"),
+    (b"site-map", "sitemap"),
+    (b"crawl-delay", "crawl_delay"),
+    (b"crawldelay", "crawl_delay"),
+    (b"crawl delay", "crawl_delay"),
+)
+_EXACT_KEYS: dict[bytes, str] = dict(_KEY_PREFIXES)
+_LINE_ENDS = b"\r\n"
+_BOM = b"\xef\xbb\xbf"
+
+
+def key_kind(key: bytes) -> str | None:
+    """Return the record kind of a lower-cased key, or ``None`` for an unknown key."""
+    kind = _EXACT_KEYS.get(key)
+    if kind is not None:
+        return kind
+    for prefix, prefixed_kind in _KEY_PREFIXES:
+        if key.startswith(prefix):
+            return prefixed_kind
+    return None
+
+
+def limit_size(body: bytes, max_size: int) -> bytes:
+    """Return the part of ``body`` that is read: at most ``max_size`` octets, whole lines only.
+
+    A line cut by the limit is dropped rather than read in part: half a rule can mean
+    something else entirely (``Allow: /shop/cart`` cut to ``Allow: /sh``).
+    """
+    if len(body) <= max_size:
+        return body
+    kept = body[:max_size]
+    if body[max_size] in _LINE_ENDS or kept[-1] in _LINE_ENDS:
+        return kept
+    last_end = max(kept.rfind(b"\n"), kept.rfind(b"\r"))
+    return kept[: last_end + 1]
+
+
+def skip_bom(body: bytes) -> bytes:
+    """Drop a UTF-8 byte order mark, or the leading part of one, from the start of ``body``."""
+    if body[:1] != b"\xef":
+        return body
+    skipped = 1
+    while skipped < 3 and body[skipped : skipped + 1] == _BOM[skipped : skipped + 1]:
+        skipped += 1
+    return body[skipped:]
+
+
+def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZE) -> None:
+    """Send each record of ``body`` to ``handler``; never raises because of the content."""
+    dispatch = {
+        "user_agent": handler.user_agent,
+        "allow": handler.allow,
+        "disallow": handler.disallow,
+        "sitemap": handler.sitemap,
+        "crawl_delay": handler.crawl_delay,
+    }
+    by_exact_key = {key: dispatch[kind] for key, kind in _EXACT_KEYS.items()}
+    unknown = handler.unknown
+    body = skip_bom(limit_size(body, max_size))
+    line_no = 0
+    for line in body.splitlines():
+        line_no += 1
+        if not line:
+            continue
+        if len(line) > MAX_LINE_OCTETS:
+            line = line[:MAX_LINE_OCTETS]
+        comment = line.find(b"#")
+        if comment >= 0:
+            line = line[:comment]
+        colon = line.find(b":")
+        if colon >= 0:
+            key = line[:colon].strip()
+            value = line[colon + 1 :].strip()
+        else:
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            key, value = parts
+        if not key:
+            continue
+        lowered = key.lower()
+        emit = by_exact_key.get(lowered)
+        if emit is not None:
+            emit(line_no, value)
+            continue
+        kind = key_kind(lowered)
+        if kind is None:
+            unknown(line_no, key, value)
+        else:
+            dispatch[kind](line_no, value)

@@ -1,0 +1,41 @@
+"""``ROBOTSTXT_PARSER = "scrapy_rep9309.RobotParser"``: this parser behind Scrapy's own middleware.
+
+Scrapy's built-in middleware then matches with RFC 9309 rules (product-token equality,
+percent-encoding normalisation, longest match) while keeping its own fetching
+behaviour; :class:`scrapy_rep9309.RobotsTxtMiddleware` replaces both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.robotstxt import RobotParser as ScrapyRobotParser
+
+from scrapy_rep9309.robotstxt import RobotsTxt
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    # typing.Self requires Python 3.11
+    from typing_extensions import Self
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+class RobotParser(ScrapyRobotParser):
+    """Scrapy's robots.txt parser interface, backed by :class:`~scrapy_rep9309.RobotsTxt`."""
+
+    def __init__(self, robotstxt_body: bytes) -> None:
+        self.rules = RobotsTxt.parse(robotstxt_body)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> Self:
+        return cls(robotstxt_body)
+
+    def allowed(self, url: str | bytes, user_agent: str | bytes) -> bool:
+        return self.rules.allowed(_text(url), _text(user_agent))
+
+    def crawl_delay(self, user_agent: str | bytes) -> float | None:
+        return self.rules.crawl_delay(_text(user_agent))
