@@ -1,0 +1,264 @@
+"""Run one real Scrapy crawl and collect everything a test asserts on.
+
+The crawl uses the real engine, scheduler, downloader and middlewares; only
+the spider is ours: it sends a given plan of requests (``Wait`` entries pause
+the plan, so a test can act "during the crawl") and records every response
+and every errback failure with its time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+from scrapy.utils.misc import load_object
+from twisted.python.failure import Failure
+
+BUILTIN = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+OURS = "scrapy_rep9309.RobotsTxtMiddleware"
+ADDON = "scrapy_rep9309.Addon"
+FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
+
+#: Settings that keep every end-to-end crawl to a few seconds.
+FAST_SETTINGS: dict[str, Any] = {
+    "ROBOTSTXT_OBEY": True,
+    "TELNETCONSOLE_ENABLED": False,
+    "LOG_LEVEL": "DEBUG",
+    "DOWNLOAD_TIMEOUT": 2,
+    "CLOSESPIDER_TIMEOUT": 25,
+    "REP9309_RETRY_DELAY": 0.2,
+    "REP9309_RETRY_MAX_DELAY": 1,
+    "REP9309_DEFER_TIMEOUT": 8,
+}
+
+#: How users enable this project's middleware by hand.
+OURS_ENABLED: dict[str, Any] = {"DOWNLOADER_MIDDLEWARES": {BUILTIN: None, OURS: 100}}
+#: How users enable it with the add-on.
+ADDON_ENABLED: dict[str, Any] = {"ADDONS": {ADDON: 0}}
+#: Scrapy's own middleware (the default), for contrast and for the benchmark.
+BUILTIN_ENABLED: dict[str, Any] = {}
+
+_CAPTURED_LOGGERS = ("scrapy", "scrapy_rep9309")
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Pause the spider's plan of requests for ``seconds``."""
+
+    seconds: float
+
+
+PlanItem = str | Request | Wait
+
+
+@dataclass(frozen=True)
+class Seen:
+    url: str
+    status: int
+    time: float
+    request: Request
+
+
+@dataclass(frozen=True)
+class Failed:
+    url: str
+    exception: BaseException
+    time: float
+    request: Request
+
+    @property
+    def message(self) -> str:
+        return str(self.exception)
+
+
+@dataclass
+class CrawlResult:
+    """Everything observable about one finished crawl (times: ``time.monotonic``)."""
+
+    started: float
+    finished: float = 0.0
+    spider_closed_at: float = 0.0
+    close_reason: str | None = None
+    responses: list[Seen] = field(default_factory=list)
+    failures: list[Failed] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    logs: list[logging.LogRecord] = field(default_factory=list)
+    downloaded_requests: list[Request] = field(default_factory=list)
+    robots_parsed: list[tuple[Any, Request]] = field(default_factory=list)
+    middlewares: list[Any] = field(default_factory=list)
+
+    @property
+    def duration(self) -> float:
+        return self.finished - self.started
+
+    @property
+    def urls(self) -> set[str]:
+        """URLs of every response the spider received."""
+        return {seen.url for seen in self.responses}
+
+    @property
+    def failed_urls(self) -> set[str]:
+        return {failed.url for failed in self.failures}
+
+    @property
+    def forbidden_urls(self) -> set[str]:
+        """URLs whose errback got ``IgnoreRequest("Forbidden by robots.txt")``."""
+        return {
+            failed.url
+            for failed in self.failures
+            if isinstance(failed.exception, IgnoreRequest) and failed.message == FORBIDDEN_MESSAGE
+        }
+
+    @property
+    def ignored_urls(self) -> set[str]:
+        """URLs whose errback got any ``IgnoreRequest`` (forbidden or expired)."""
+        return {f.url for f in self.failures if isinstance(f.exception, IgnoreRequest)}
+
+    def failure_for(self, url: str) -> Failed:
+        matches = [failed for failed in self.failures if failed.url == url]
+        assert len(matches) == 1, f"{len(matches)} failures for {url}: {self.failures}"
+        return matches[0]
+
+    def messages(self, level: int = logging.DEBUG, logger_prefix: str = "") -> list[str]:
+        return [
+            record.getMessage()
+            for record in self.logs
+            if record.levelno == level and record.name.startswith(logger_prefix)
+        ]
+
+    def stat(self, name: str) -> Any:
+        return self.stats.get(name, 0)
+
+    def robotstxt_stats(self) -> dict[str, Any]:
+        return {key: value for key, value in self.stats.items() if key.startswith("robotstxt/")}
+
+    def middleware(self, cls: type) -> Any:
+        """The running instance of a downloader middleware class."""
+        matches = [mw for mw in self.middlewares if isinstance(mw, cls)]
+        assert len(matches) == 1, f"{cls} not enabled: {self.middlewares}"
+        return matches[0]
+
+    def robots_requests(self) -> list[Request]:
+        """robots.txt requests as they reached the downloader (meta, headers)."""
+        return [r for r in self.downloaded_requests if r.url.endswith("/robots.txt")]
+
+
+class PlanSpider(Spider):
+    """Sends ``plan`` in order and records what comes back in ``result``."""
+
+    name = "e2e"
+    plan: Sequence[PlanItem] = ()
+    result: CrawlResult
+
+    async def start(self) -> AsyncIterator[Request]:
+        for item in self.plan:
+            if isinstance(item, Wait):
+                await asyncio.sleep(item.seconds)
+                continue
+            yield self._prepared(item)
+
+    def _prepared(self, item: str | Request) -> Request:
+        request = Request(item) if isinstance(item, str) else item
+        return request.replace(
+            callback=request.callback or self.parse,
+            errback=request.errback or self.on_error,
+        )
+
+    def parse(self, response: Response, **kwargs: Any) -> None:
+        self.result.responses.append(
+            Seen(response.url, response.status, time.monotonic(), response.request)
+        )
+
+    def on_error(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]
+        self.result.failures.append(Failed(request.url, failure.value, time.monotonic(), request))
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.DEBUG)
+        self._records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._records.append(record)
+
+
+def crawl_settings(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """FAST_SETTINGS overlaid with each layer in turn."""
+    merged = dict(FAST_SETTINGS)
+    for layer in layers:
+        merged.update(layer)
+    return merged
+
+
+def ours_class() -> type:
+    """This project's middleware class, imported only when a test runs."""
+    return load_object(OURS)
+
+
+def make_crawler(settings: Mapping[str, Any]) -> Crawler:
+    return Crawler(PlanSpider, dict(settings))
+
+
+async def run_crawl(
+    plan: Iterable[PlanItem],
+    settings: Mapping[str, Any] | None = None,
+    *,
+    enable: Mapping[str, Any] = OURS_ENABLED,
+) -> CrawlResult:
+    """Crawl ``plan`` with FAST_SETTINGS + ``enable`` + ``settings``; wait for the end."""
+    crawler = make_crawler(crawl_settings(enable, settings or {}))
+    result = CrawlResult(started=time.monotonic())
+    _connect_recorders(crawler, result)
+    handler = _ListHandler(result.logs)
+    root = logging.getLogger()
+    previous_levels = {name: logging.getLogger(name).level for name in _CAPTURED_LOGGERS}
+    root.addHandler(handler)
+    for name in _CAPTURED_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    try:
+        await crawler.crawl_async(plan=list(plan), result=result)
+    finally:
+        root.removeHandler(handler)
+        for name, level in previous_levels.items():
+            logging.getLogger(name).setLevel(level)
+        result.finished = time.monotonic()
+        if crawler.stats is not None:
+            result.stats = dict(crawler.stats.get_stats())
+    return result
+
+
+def _connect_recorders(crawler: Crawler, result: CrawlResult) -> None:
+    def engine_started() -> None:
+        result.middlewares = list(crawler.engine.downloader.middleware.middlewares)
+
+    def request_reached_downloader(request: Request, spider: Spider) -> None:
+        result.downloaded_requests.append(request)
+
+    def robots_parsed(robotparser: Any, request: Request) -> None:
+        result.robots_parsed.append((robotparser, request))
+
+    def spider_closed(spider: Spider, reason: str) -> None:
+        result.spider_closed_at = time.monotonic()
+        result.close_reason = reason
+
+    # The signal manager keeps weak references: keep the handlers alive with the result.
+    result.__dict__["_handlers"] = (
+        engine_started,
+        request_reached_downloader,
+        robots_parsed,
+        spider_closed,
+    )
+    crawler.signals.connect(engine_started, signal=signals.engine_started)
+    crawler.signals.connect(request_reached_downloader, signal=signals.request_reached_downloader)
+    if hasattr(signals, "robots_parsed"):
+        crawler.signals.connect(robots_parsed, signal=signals.robots_parsed)
+    crawler.signals.connect(spider_closed, signal=signals.spider_closed)
