@@ -1,0 +1,1 @@
+"""Demo Scrapy project for scrapy-rep9309 (see ``scrapy crawl demo``)."""

@@ -1,0 +1,153 @@
+"""``python -m scrapy_rep9309 check ROBOTS URL...``: why is a URL allowed or not?
+
+Works without a Scrapy project: ROBOTS is a local file or an http(s) URL
+(fetched with urllib, with the middleware's status, redirect and size rules).
+Exit status: 0 all allowed, 1 any disallowed, 2 bad input (one-line error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+from urllib.parse import urlsplit
+
+from scrapy_rep9309.explain import (
+    Verdict,
+    describe_fetch,
+    describe_file,
+    describe_user_agent,
+    exit_status,
+    judge,
+)
+from scrapy_rep9309.origin import Origin
+from scrapy_rep9309.robotstxt import RobotsTxt
+from scrapy_rep9309.urlfetch import DEFAULT_MAX_SIZE, fetch_robots
+
+#: The product token of Scrapy's default USER_AGENT ("Scrapy/VERSION (+https://scrapy.org)").
+DEFAULT_USER_AGENT = "Scrapy"
+EXIT_BAD_INPUT = 2
+HTTP_SCHEMES = ("http", "https")
+
+
+class BadInput(Exception):
+    """Input the tool cannot work with; reported in one line, exit status 2."""
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but errors are one line (no usage block) and exit with status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="python -m scrapy_rep9309",
+        description="Explain robots.txt decisions the way scrapy-rep9309 makes them.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    check = commands.add_parser(
+        "check",
+        help="say whether URLs are allowed by a robots.txt, and which rule decided",
+        description=(
+            "Print, for each URL, allowed or disallowed, the deciding rule and its line, "
+            "and the group that applied. Exit status: 0 when all are allowed, 1 when any "
+            "is disallowed, 2 on bad input."
+        ),
+    )
+    check.add_argument(
+        "robots",
+        metavar="ROBOTS",
+        help="a robots.txt file, or an http(s) URL to fetch it from "
+        "(2xx: rules; 4xx: allow all; 429, 5xx, network errors: disallow all)",
+    )
+    check.add_argument(
+        "urls",
+        metavar="URL",
+        nargs="+",
+        help="absolute http(s) URL, or a path like /a/b?q=1",
+    )
+    check.add_argument(
+        "--user-agent",
+        default=DEFAULT_USER_AGENT,
+        metavar="UA",
+        help="product token or full User-Agent header to decide for "
+        f"(default: {DEFAULT_USER_AGENT!r}, the token of Scrapy's default USER_AGENT)",
+    )
+    check.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="network timeout when ROBOTS is a URL (default: 30)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run_check(args.robots, args.urls, args.user_agent, args.timeout)
+    except BadInput as exc:
+        print(f"python -m scrapy_rep9309 check: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def run_check(robots: str, urls: list[str], user_agent: str, timeout: float) -> int:
+    """Print the report for ``urls`` and return the exit status."""
+    remote = urlsplit(robots).scheme in HTTP_SCHEMES
+    if remote and Origin.from_url(robots) is None:
+        raise BadInput(f"not a valid robots.txt URL: {robots!r}")
+    for url in urls:
+        _check_url(url, robots if remote else None)
+    if not user_agent.strip():
+        raise BadInput("--user-agent must not be empty")
+    if timeout <= 0:
+        raise BadInput("--timeout must be greater than 0")
+    if remote:
+        result = fetch_robots(robots, user_agent=user_agent, timeout=timeout, progress=_progress)
+        header = describe_fetch(robots, result)
+        outcome, body = result.outcome, result.body
+    else:
+        body = _read_file(robots)
+        header = describe_file(robots, len(body), len(body) > DEFAULT_MAX_SIZE)
+        outcome = "available"
+    rules = RobotsTxt.parse(body) if outcome == "available" else None
+    verdicts: list[Verdict] = [judge(url, user_agent, outcome, rules) for url in urls]
+    print("\n".join(header))
+    print(describe_user_agent(user_agent))
+    for verdict in verdicts:
+        print()
+        print("\n".join(verdict.lines()))
+    return exit_status(verdicts)
+
+
+def _check_url(url: str, robots_url: str | None) -> None:
+    """Reject what is neither an http(s) URL nor a path; warn about another origin's URL."""
+    parts = urlsplit(url)
+    if parts.scheme in HTTP_SCHEMES:
+        origin = Origin.from_url(url)
+        if origin is None:
+            raise BadInput(f"not a valid http(s) URL: {url!r}")
+        if robots_url is not None and origin != Origin.from_url(robots_url):
+            _progress(f"note: {url} is not on the origin of {robots_url}; its rules do not apply")
+        return
+    if not parts.scheme and not parts.netloc and url.startswith("/"):
+        return
+    raise BadInput(f"not an http(s) URL or a path starting with '/': {url!r}")
+
+
+def _read_file(path: str) -> bytes:
+    if "://" in path:
+        raise BadInput(f"ROBOTS must be a file or an http(s) URL, not {path!r}")
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,122 @@
+"""Plain-text explanations of robots.txt decisions, for the command-line tools.
+
+``python -m scrapy_rep9309 check`` and ``scrapy robots`` print the same report
+in the same words, so what one says can be compared with the other. Kept free
+of Scrapy imports: ``check`` must start fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from scrapy_rep9309.robotstxt import RobotsTxt
+from scrapy_rep9309.useragent import crawler_token
+
+#: What each fetch outcome means for crawling (RFC 9309 section 2.3.1).
+OUTCOME_MEANING = {
+    "available": "rules parsed",
+    "unavailable": "no rules, everything allowed; RFC 9309 2.3.1.3",
+    "unreachable": "everything disallowed until it answers; RFC 9309 2.3.1.4",
+}
+
+
+class FetchOutcome(Protocol):
+    """The parts of a robots.txt fetch the report shows (``fetch.FetchResult`` has them)."""
+
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def redirects(self) -> tuple[str, ...]: ...
+    @property
+    def final_url(self) -> str: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One URL's decision, in words."""
+
+    url: str
+    allowed: bool
+    rule: str
+    group: str
+
+    def lines(self) -> list[str]:
+        return [
+            f"{'allowed' if self.allowed else 'disallowed':<11} {self.url}",
+            f"  rule      {self.rule}",
+            f"  group     {self.group}",
+        ]
+
+
+def judge(url: str, user_agent: str, outcome: str, rules: RobotsTxt | None) -> Verdict:
+    """Decide ``url`` the way the middleware would for a robots.txt with ``outcome``."""
+    if outcome == "unavailable":
+        return Verdict(url, True, "none: robots.txt unavailable, everything allowed", "none")
+    if outcome != "available" or rules is None:
+        return Verdict(url, False, "none: robots.txt unreachable, everything disallowed", "none")
+    if urlsplit(url).path == "/robots.txt":
+        return Verdict(url, True, "none: /robots.txt itself is always allowed", "none")
+    decision = rules.explain(url, user_agent)
+    if decision.rule is None:
+        rule = "none matched (allowed by default)"
+    else:
+        rule = f"{decision.rule} (line {decision.line})"
+    if decision.user_agents:
+        group = "User-agent: " + ", ".join(decision.user_agents)
+    else:
+        group = "none (no group names this user agent, and there is no '*' group)"
+    return Verdict(url, decision.allowed, rule, group)
+
+
+def describe_fetch(robots_url: str, result: FetchOutcome) -> list[str]:
+    """Lines saying how a robots.txt fetch went: status, redirects, size, outcome."""
+    status = "none" if result.status is None else str(result.status)
+    lines = [
+        f"robots.txt  {robots_url}",
+        f"  status    {status} ({result.outcome}: {OUTCOME_MEANING[result.outcome]})",
+    ]
+    if result.redirects:
+        chain = _without_repeats([robots_url, *result.redirects, result.final_url])
+        lines.append(f"  redirects {' -> '.join(chain)}")
+    if result.error:
+        lines.append(f"  error     {result.error}")
+    if result.outcome == "available":
+        lines.append(describe_size(len(result.body), result.truncated))
+    return lines
+
+
+def describe_file(path: str, size: int, truncated: bool) -> list[str]:
+    """Lines for a robots.txt read from a local file (no fetch, so always "available")."""
+    return [f"robots.txt  {path} (local file)", describe_size(size, truncated)]
+
+
+def describe_size(size: int, truncated: bool) -> str:
+    note = ", truncated: only the bytes up to the size limit are parsed" if truncated else ""
+    return f"  size      {size} bytes{note}"
+
+
+def describe_user_agent(user_agent: str) -> str:
+    return f"user agent  {user_agent} (product token: {crawler_token(user_agent)})"
+
+
+def exit_status(verdicts: list[Verdict]) -> int:
+    """0 when every URL is allowed, 1 when any is disallowed."""
+    return 0 if all(verdict.allowed for verdict in verdicts) else 1
+
+
+def _without_repeats(urls: list[str]) -> list[str]:
+    chain: list[str] = []
+    for url in urls:
+        if not chain or chain[-1] != url:
+            chain.append(url)
+    return chain
