@@ -24,6 +24,7 @@ from scrapy_rep9309.explain import (
 )
 from scrapy_rep9309.origin import Origin
 from scrapy_rep9309.robotstxt import RobotsTxt
+from scrapy_rep9309.state import AVAILABLE
 from scrapy_rep9309.urlfetch import DEFAULT_MAX_SIZE, fetch_robots
 
 #: The product token of Scrapy's default USER_AGENT ("Scrapy/VERSION (+https://scrapy.org)").
@@ -114,8 +115,8 @@ def run_check(robots: str, urls: list[str], user_agent: str, timeout: float) -> 
     else:
         body = _read_file(robots)
         header = describe_file(robots, len(body), len(body) > DEFAULT_MAX_SIZE)
-        outcome = "available"
-    rules = RobotsTxt.parse(body) if outcome == "available" else None
+        outcome = AVAILABLE
+    rules = RobotsTxt.parse(body) if outcome == AVAILABLE else None
     verdicts: list[Verdict] = [judge(url, user_agent, outcome, rules) for url in urls]
     print("\n".join(header))
     print(describe_user_agent(user_agent))

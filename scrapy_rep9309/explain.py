@@ -12,13 +12,14 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from scrapy_rep9309.robotstxt import RobotsTxt
+from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE
 from scrapy_rep9309.useragent import crawler_token
 
 #: What each fetch outcome means for crawling (RFC 9309 section 2.3.1).
 OUTCOME_MEANING = {
-    "available": "rules parsed",
-    "unavailable": "no rules, everything allowed; RFC 9309 2.3.1.3",
-    "unreachable": "everything disallowed until it answers; RFC 9309 2.3.1.4",
+    AVAILABLE: "rules parsed",
+    UNAVAILABLE: "no rules, everything allowed; RFC 9309 2.3.1.3",
+    UNREACHABLE: "everything disallowed until it answers; RFC 9309 2.3.1.4",
 }
 
 
@@ -60,9 +61,9 @@ class Verdict:
 
 def judge(url: str, user_agent: str, outcome: str, rules: RobotsTxt | None) -> Verdict:
     """Decide ``url`` the way the middleware would for a robots.txt with ``outcome``."""
-    if outcome == "unavailable":
+    if outcome == UNAVAILABLE:
         return Verdict(url, True, "none: robots.txt unavailable, everything allowed", "none")
-    if outcome != "available" or rules is None:
+    if outcome != AVAILABLE or rules is None:
         return Verdict(url, False, "none: robots.txt unreachable, everything disallowed", "none")
     if urlsplit(url).path == "/robots.txt":
         return Verdict(url, True, "none: /robots.txt itself is always allowed", "none")
@@ -90,7 +91,7 @@ def describe_fetch(robots_url: str, result: FetchOutcome) -> list[str]:
         lines.append(f"  redirects {' -> '.join(chain)}")
     if result.error:
         lines.append(f"  error     {result.error}")
-    if result.outcome == "available":
+    if result.outcome == AVAILABLE:
         lines.append(describe_size(len(result.body), result.truncated))
     return lines
 

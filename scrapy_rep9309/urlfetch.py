@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import IO
 from urllib.parse import urljoin, urlsplit
 
+from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE
+
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 DEFAULT_MAX_SIZE = 512000
 DEFAULT_MAX_REDIRECTS = 5
@@ -42,10 +44,10 @@ class UrlFetchResult:
 def classify(status: int) -> str:
     """Outcome of a final (non-redirect) HTTP status, per RFC 9309 section 2.3.1."""
     if 200 <= status < 300:
-        return "available"
+        return AVAILABLE
     if 400 <= status < 500 and status != 429:
-        return "unavailable"
-    return "unreachable"
+        return UNAVAILABLE
+    return UNREACHABLE
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -77,7 +79,7 @@ def fetch_robots(
             )
         except (OSError, ValueError) as exc:
             error = _describe_error(exc)
-            return UrlFetchResult("unreachable", None, b"", tuple(redirects), current, error=error)
+            return UrlFetchResult(UNREACHABLE, None, b"", tuple(redirects), current, error=error)
         if status not in REDIRECT_STATUSES or location is None:
             outcome = classify(status)
             return UrlFetchResult(outcome, status, body, tuple(redirects), current, truncated)
@@ -86,7 +88,7 @@ def fetch_robots(
         if problem is not None:
             progress(f"{status} redirect to {target}: {problem}")
             return UrlFetchResult(
-                "unavailable", status, b"", tuple(redirects), current, error=problem
+                UNAVAILABLE, status, b"", tuple(redirects), current, error=problem
             )
         progress(f"{status} redirect to {target}")
         redirects.append(target)

@@ -24,6 +24,7 @@ from twisted.internet.task import LoopingCall
 from scrapy_rep9309.explain import describe_fetch, describe_user_agent, exit_status, judge
 from scrapy_rep9309.origin import Origin
 from scrapy_rep9309.robotstxt import RobotsTxt
+from scrapy_rep9309.state import AVAILABLE
 
 if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
@@ -92,7 +93,12 @@ class OriginFetches:
             self.failures[origin] = f"{type(exc).__qualname__}: {exc}"
             return
         self.results[origin] = result
-        logger.info("Fetched %s: %s (status %s)", origin.robots_url, result.outcome, result.status)
+        logger.info(
+            "Fetched %s: %s (%s)",
+            origin.robots_url,
+            result.outcome,
+            result.error if result.status is None else f"status {result.status}",
+        )
 
     def _log_waiting(self, started: float) -> None:
         waiting = [origin.robots_url for origin in self.origins if not self._done(origin)]
@@ -108,6 +114,7 @@ class OriginFetches:
 def _obeying(settings: BaseSettings) -> BaseSettings:
     """The settings with ROBOTSTXT_OBEY on: the report says what obeying *would* do."""
     copy = settings.copy()
+    copy.frozen = False  # a private deep copy: the crawler's own settings stay frozen
     copy.set("ROBOTSTXT_OBEY", True, priority="cmdline")
     return copy
 
@@ -178,7 +185,7 @@ class Command(ScrapyCommand):
             result = fetches.results[origin]
             rules = (
                 RobotsTxt.parse(result.body, max_size=fetches.settings.max_size)
-                if result.outcome == "available"
+                if result.outcome == AVAILABLE
                 else None
             )
             lines = [*describe_fetch(origin.robots_url, result), describe_user_agent(agent)]
