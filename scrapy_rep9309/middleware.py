@@ -1,0 +1,498 @@
+"""RobotsTxtMiddleware: decide every request by its origin's robots.txt (RFC 9309).
+
+Requests whose origin's robots.txt is not known yet are taken out of the
+engine's flow in the ``request_scheduled`` signal (held in ``HeldRequests``),
+so they never occupy the downloader while waiting; they are handed back to the
+engine once the fetch answers. Requests of known origins are decided in
+``process_request``. The README section "How it works" describes the flow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.python import global_object_name
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+from scrapy_rep9309.crawldelay import raise_slot_delay
+from scrapy_rep9309.fetch import FetchResult, fetch_robots_txt
+from scrapy_rep9309.holding import HeldRequests
+from scrapy_rep9309.origin import Origin
+from scrapy_rep9309.report import OriginReport, summary_line
+from scrapy_rep9309.robotstxt import RobotsTxt
+from scrapy_rep9309.scrapy_parser import RobotParser
+from scrapy_rep9309.settings import Rep9309Settings, check_builtin_disabled
+from scrapy_rep9309.state import (
+    AVAILABLE,
+    UNAVAILABLE,
+    UNREACHABLE,
+    OriginRecord,
+    record_after_fetch,
+)
+from scrapy_rep9309.storage import LRUCache, MemoryOriginStore, OriginStore
+from scrapy_rep9309.timers import Timers
+
+if TYPE_CHECKING:
+    # typing.Self requires Python 3.11
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+#: Set on every request that went through the scheduler (survives JOBDIR queues).
+SCHEDULED_META = "rep9309_scheduled"
+#: Set on the copy re-scheduled because its origin became unknown after scheduling.
+REQUEUED_META = "rep9309_requeued"
+#: Reason why a held request waited too long; ``process_request`` ignores it with that reason.
+EXPIRED_META = "rep9309_expired"
+FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
+_SCHEMES = ("http", "https")
+_EXPIRY_TIMER = "expiry"
+
+
+class _ParsedRobotParser(RobotParser):
+    """The ``robots_parsed`` signal's ``robotparser`` argument, around rules already parsed."""
+
+    def __init__(self, rules: RobotsTxt) -> None:
+        self.rules = rules
+
+
+class RobotsTxtMiddleware:
+    """Obey robots.txt per origin, holding requests outside the downloader while it is unknown."""
+
+    def __init__(self, crawler: Crawler, settings: Rep9309Settings) -> None:
+        self.crawler = crawler
+        self.settings = settings
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.store: OriginStore = MemoryOriginStore(settings.cache_size, on_evict=self._evicted)
+        self._parsed: LRUCache[str, tuple[float, RobotsTxt]] = LRUCache(settings.cache_size)
+        self._held = HeldRequests()
+        self._timers = Timers()
+        self._fetching: dict[Origin, Deferred[None]] = {}
+        self._fetch_trigger: dict[Origin, Request] = {}
+        self._waiters: dict[Origin, list[Deferred[None]]] = {}
+        # Requests handed back after a fetch, with the record they waited for:
+        # they are decided by it even if it expires or is evicted meanwhile.
+        self._released: weakref.WeakKeyDictionary[Request, OriginRecord] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._reports: dict[Origin, OriginReport] = {}
+        self._offsite: list[OffsiteMiddleware] = []
+        self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
+        self._closed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = Rep9309Settings.from_settings(crawler.settings)
+        check_builtin_disabled(crawler.settings)
+        middleware = cls(crawler, settings)
+        crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        return middleware
+
+    # -- signals ---------------------------------------------------------------
+
+    def spider_opened(self, spider: Spider) -> None:
+        self._default_user_agent = self._crawl_user_agent(spider)
+        engine = self.crawler.engine
+        if engine is not None:
+            self._offsite = [
+                mw
+                for mw in engine.downloader.middleware.middlewares
+                if isinstance(mw, OffsiteMiddleware)
+            ]
+
+    def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
+        """Hold the request (raising IgnoreRequest keeps it out of the scheduler) if its
+        origin's robots.txt is not known; let it through otherwise."""
+        if self._closed or _skipped(request) or request.meta.get(EXPIRED_META):
+            return
+        origin = self._origin_of(request)
+        if origin is None:
+            return
+        request.meta[SCHEDULED_META] = True
+        if request in self._released or self._dropped_as_offsite(request):
+            return
+        if self._usable_record(origin) is not None:
+            return
+        self._hold(origin, request)
+        raise IgnoreRequest(f"Held until the robots.txt of {origin} is known")
+
+    def spider_idle(self, spider: Spider | None = None) -> None:
+        if len(self._held) or self._fetching:
+            raise DontCloseSpider
+
+    async def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
+        self._closed = True
+        self._timers.cancel_all()
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                if not waiter.called:
+                    waiter.callback(None)
+        self._waiters.clear()
+        for entry in self._held.drain():
+            self.stats.inc_value("robotstxt/deferred/closed")
+            message = f"Spider closed ({reason}) before the robots.txt of {entry.origin} was known"
+            await _call_errback(entry.request, IgnoreRequest(message))
+        logger.info(summary_line(self._reports.values(), self.stats.get_stats()))
+
+    # -- downloader middleware ------------------------------------------------
+
+    async def process_request(
+        self, request: Request, spider: Spider | None = None
+    ) -> Request | None:
+        if _skipped(request):
+            return None
+        expired = request.meta.get(EXPIRED_META)
+        if expired:
+            raise IgnoreRequest(expired)
+        origin = self._origin_of(request)
+        if origin is None:
+            return None
+        record = self._released.pop(request, None) or self._usable_record(origin)
+        if record is None:
+            if request.meta.get(SCHEDULED_META) and not request.meta.get(REQUEUED_META):
+                return self._requeue(request)
+            record = await self._wait_for_record(origin, request)
+        self._decide(origin, record, request)
+        return None
+
+    def origin_reports(self) -> list[OriginReport]:
+        """Per-origin outcome and counters so far, sorted by origin."""
+        return sorted(
+            (dataclasses.replace(report) for report in self._reports.values()),
+            key=lambda report: report.origin,
+        )
+
+    # -- decisions --------------------------------------------------------------
+
+    def _decide(self, origin: Origin, record: OriginRecord, request: Request) -> None:
+        if record.outcome != AVAILABLE:
+            return
+        rules = self._rules(str(origin), record)
+        user_agent = self._user_agent(request)
+        decision = rules.explain(request.url, user_agent)
+        if not decision.allowed:
+            self.stats.inc_value("robotstxt/forbidden")
+            self._report(origin).forbidden += 1
+            logger.debug(
+                "Forbidden by robots.txt: %(request)s (%(rule)s, line %(line)s of %(robots)s)",
+                {
+                    "request": request,
+                    "rule": decision.rule,
+                    "line": decision.line,
+                    "robots": origin.robots_url,
+                },
+                extra={"spider": self.crawler.spider},
+            )
+            raise IgnoreRequest(FORBIDDEN_MESSAGE)
+        if self.settings.crawl_delay:
+            delay = rules.crawl_delay(user_agent)
+            engine = self.crawler.engine
+            if delay and engine is not None:
+                raise_slot_delay(
+                    engine.downloader, request, min(delay, self.settings.crawl_delay_max)
+                )
+
+    def _rules(self, key: str, record: OriginRecord) -> RobotsTxt:
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] == record.fetched_at:
+            return cached[1]
+        rules = RobotsTxt.parse(record.body, max_size=self.settings.max_size)
+        self._parsed.put(key, (record.fetched_at, rules))
+        return rules
+
+    def _usable_record(self, origin: Origin) -> OriginRecord | None:
+        record = self.store.get(str(origin))
+        if record is not None and record.is_usable(time.time(), self.settings.stale_ttl):
+            return record
+        return None
+
+    def _user_agent(self, request: Request) -> str:
+        if self.settings.user_agent:
+            return self.settings.user_agent
+        header = request.headers.get(b"User-Agent")
+        if header:
+            return header.decode("latin-1")
+        return self._default_user_agent
+
+    def _crawl_user_agent(self, spider: Spider) -> str:
+        """The User-Agent a request without its own header is sent with.
+
+        DefaultHeadersMiddleware (400) runs before UserAgentMiddleware (500),
+        so DEFAULT_REQUEST_HEADERS wins over the spider attribute and USER_AGENT.
+        """
+        settings = self.crawler.settings
+        for name, value in (settings.getdict("DEFAULT_REQUEST_HEADERS") or {}).items():
+            if str(name).lower() == "user-agent" and value:
+                return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        return str(getattr(spider, "user_agent", None) or settings.get("USER_AGENT") or "")
+
+    def _origin_of(self, request: Request) -> Origin | None:
+        origin = Origin.from_url(request.url)
+        if origin is None:
+            self.stats.inc_value("robotstxt/invalid_origin")
+        return origin
+
+    def _dropped_as_offsite(self, request: Request) -> bool:
+        """Whether OffsiteMiddleware drops this request in the same signal (no fetch for it)."""
+        if not self._offsite or request.dont_filter or request.meta.get("allow_offsite"):
+            return False
+        spider = self.crawler.spider
+        return any(not mw.should_follow(request, spider) for mw in self._offsite)
+
+    # -- holding ------------------------------------------------------------------
+
+    def _hold(self, origin: Origin, request: Request) -> None:
+        deadline = time.monotonic() + self.settings.defer_timeout
+        self._held.hold(origin, request, deadline)
+        self.stats.inc_value("robotstxt/deferred")
+        self._report(origin).deferred += 1
+        self._fetch_trigger.setdefault(origin, request)
+        self._ensure_fetch(origin)
+        if not self._timers.pending(_EXPIRY_TIMER):
+            self._timers.schedule(_EXPIRY_TIMER, self.settings.defer_timeout, self._expire)
+
+    def _requeue(self, request: Request) -> Request:
+        """A copy for the engine to schedule again, so that it is held, not waited for here."""
+        self.stats.inc_value("robotstxt/requeued")
+        copy = request.replace(dont_filter=True)
+        copy.meta[REQUEUED_META] = True
+        return copy
+
+    def _release(self, origin: Origin, record: OriginRecord) -> None:
+        engine = self.crawler.engine
+        assert engine is not None
+        for entry in self._held.release(origin):
+            self.stats.inc_value("robotstxt/deferred/released")
+            self._report(origin).released += 1
+            self._released[entry.request] = record
+            engine.crawl(entry.request)
+
+    def _expire(self) -> None:
+        """Send requests held REP9309_DEFER_TIMEOUT to their errback (via process_request)."""
+        engine = self.crawler.engine
+        assert engine is not None
+        for entry in self._held.expire(time.monotonic()):
+            self.stats.inc_value("robotstxt/deferred/expired")
+            self._report(entry.origin).expired += 1
+            copy = entry.request.replace(dont_filter=True)
+            copy.meta[EXPIRED_META] = self._expiry_reason(entry.origin)
+            engine.crawl(copy)
+        deadline = self._held.next_deadline()
+        if deadline is not None:
+            self._timers.schedule(_EXPIRY_TIMER, deadline - time.monotonic(), self._expire)
+
+    def _expiry_reason(self, origin: Origin) -> str:
+        record = self.store.get(str(origin))
+        why = record.last_failure if record is not None and record.last_failure else "no answer"
+        return (
+            f"robots.txt of {origin} still unknown after {self.settings.defer_timeout:g} s "
+            f"({UNREACHABLE}: {why})"
+        )
+
+    async def _wait_for_record(self, origin: Origin, request: Request) -> OriginRecord:
+        """For requests never scheduled (``engine.download_async``): wait here instead."""
+        deadline = time.monotonic() + self.settings.defer_timeout
+        self.stats.inc_value("robotstxt/deferred")
+        self._report(origin).deferred += 1
+        while True:
+            record = self._usable_record(origin)
+            if record is not None:
+                self.stats.inc_value("robotstxt/deferred/released")
+                self._report(origin).released += 1
+                return record
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._closed:
+                self.stats.inc_value("robotstxt/deferred/expired")
+                self._report(origin).expired += 1
+                raise IgnoreRequest(self._expiry_reason(origin))
+            self._fetch_trigger.setdefault(origin, request)
+            self._ensure_fetch(origin)
+            waiter: Deferred[None] = Deferred()
+            self._waiters.setdefault(origin, []).append(waiter)
+            timer = ("wait", id(waiter))
+            self._timers.schedule(timer, remaining, _fire, waiter)
+            await maybe_deferred_to_future(waiter)
+            self._timers.cancel(timer)
+
+    # -- fetching ---------------------------------------------------------------------
+
+    def _ensure_fetch(self, origin: Origin) -> None:
+        """Start a fetch for ``origin`` unless one runs or a backoff timer will start it."""
+        retry_timer = ("retry", origin)
+        if origin in self._fetching or self._timers.pending(retry_timer):
+            return
+        record = self.store.get(str(origin))
+        wait = 0.0 if record is None else record.retry_at - time.time()
+        if record is not None and record.failures and wait > 0:
+            self._timers.schedule(retry_timer, wait, self._start_fetch, origin)
+        else:
+            self._start_fetch(origin)
+
+    def _start_fetch(self, origin: Origin) -> None:
+        if self._closed or origin in self._fetching:
+            return
+        record = self.store.get(str(origin))
+        if record is not None and record.failures:
+            self.stats.inc_value("robotstxt/retries")
+        elif record is not None and record.answered:
+            self.stats.inc_value("robotstxt/refreshed")
+        self._report(origin)
+        trigger = self._fetch_trigger.get(origin)
+        fetch = deferred_from_coro(self._fetch(origin, trigger))
+        fetch.addErrback(self._fetch_failed, origin)
+        if not fetch.called:
+            self._fetching[origin] = fetch
+
+    def _fetch_failed(self, failure: Failure, origin: Origin) -> None:
+        logger.error(
+            "Handling the robots.txt of %s failed",
+            origin,
+            exc_info=(failure.type, failure.value, failure.getTracebackObject()),
+        )
+
+    async def _fetch(self, origin: Origin, trigger: Request | None) -> None:
+        proxy = trigger.meta.get("proxy") if trigger is not None else None
+        user_agent = trigger.headers.get(b"User-Agent") if trigger is not None else None
+        try:
+            result = await fetch_robots_txt(
+                self.crawler, origin, self.settings, proxy=proxy, user_agent=user_agent
+            )
+        except Exception as exc:  # a bug or an unexpected middleware error: never crawl blind
+            logger.exception("Fetching the robots.txt of %s failed", origin)
+            error = global_object_name(type(exc))
+            result = FetchResult(origin, UNREACHABLE, None, b"", (), origin.robots_url, error=error)
+        finally:
+            self._fetching.pop(origin, None)
+        if not self._closed:
+            await self._apply(origin, result, trigger)
+
+    async def _apply(self, origin: Origin, result: FetchResult, trigger: Request | None) -> None:
+        """Store the outcome, then release held requests or schedule the next attempt."""
+        now = time.time()
+        key = str(origin)
+        record = record_after_fetch(self.store.get(key), result, self.settings, now)
+        self.store.put(key, record)
+        report = self._report(origin)
+        report.outcome = record.outcome
+        report.status = result.status
+        self._log_outcome(origin, result, record, now)
+        if result.outcome in (AVAILABLE, UNAVAILABLE):
+            await self._send_robots_parsed(self._rules(key, record), trigger)
+        if self._closed:
+            return
+        waiting = bool(self._held.count(origin) or self._waiters.get(origin))
+        if record.is_usable(now, self.settings.stale_ttl):
+            self._fetch_trigger.pop(origin, None)
+            self._release(origin, record)
+        elif waiting:
+            self._timers.schedule(
+                ("retry", origin), record.retry_at - now, self._start_fetch, origin
+            )
+        else:
+            self._fetch_trigger.pop(origin, None)
+        for waiter in self._waiters.pop(origin, []):
+            _fire(waiter)
+
+    async def _send_robots_parsed(self, rules: RobotsTxt, trigger: Request | None) -> None:
+        signal = getattr(signals, "robots_parsed", None)
+        if signal is None:  # Scrapy < 2.18
+            return
+        await self.crawler.signals.send_catch_log_async(
+            signal=signal, robotparser=_ParsedRobotParser(rules), request=trigger
+        )
+
+    def _log_outcome(
+        self, origin: Origin, result: FetchResult, record: OriginRecord, now: float
+    ) -> None:
+        held = self._held.count(origin)
+        if result.outcome != UNREACHABLE:
+            logger.debug(
+                "robots.txt of %s: %s (HTTP %s%s)",
+                origin,
+                result.outcome,
+                result.status,
+                f", {len(result.redirects)} redirects" if result.redirects else "",
+            )
+        elif record.answered:
+            logger.info(
+                "robots.txt of %s unreachable (%s); using the copy fetched %.0f s ago, "
+                "next attempt in %.1f s",
+                origin,
+                record.last_failure,
+                now - record.fetched_at,
+                record.retry_at - now,
+            )
+        else:
+            logger.info(
+                "robots.txt of %s unreachable (%s): %d requests held, next attempt in %.1f s",
+                origin,
+                record.last_failure,
+                held,
+                record.retry_at - now,
+            )
+
+    # -- bookkeeping ------------------------------------------------------------------
+
+    def _report(self, origin: Origin) -> OriginReport:
+        report = self._reports.get(origin)
+        if report is None:
+            report = self._reports[origin] = OriginReport(str(origin))
+        return report
+
+    def _evicted(self, key: str) -> None:
+        self.stats.inc_value("robotstxt/evicted")
+        self._parsed.delete(key)
+
+
+def _skipped(request: Request) -> bool:
+    """Requests this middleware never decides: opted out, or not http(s)."""
+    if request.meta.get("dont_obey_robotstxt"):
+        return True
+    scheme = request.url.split(":", 1)[0].lower()
+    return scheme not in _SCHEMES
+
+
+def _fire(waiter: Deferred[None]) -> None:
+    if not waiter.called:
+        waiter.callback(None)
+
+
+async def _call_errback(request: Request, exception: Exception) -> None:
+    """Hand ``exception`` to the request's errback the way Scrapy would, output discarded.
+
+    Used when the spider closes with requests still held: the engine no longer
+    accepts new requests or items then, so whatever the errback yields is dropped.
+    """
+    if request.errback is None:
+        return
+    failure = Failure(exception)
+    failure.request = request  # type: ignore[attr-defined]
+    try:
+        output: Any = request.errback(failure)
+        if inspect.isawaitable(output):
+            output = await output
+        if hasattr(output, "__aiter__"):
+            async for _ in output:
+                pass
+        elif output is not None and not isinstance(output, Failure) and hasattr(output, "__iter__"):
+            for _ in output:
+                pass
+    except Exception:
+        logger.exception("Errback of %s failed while the spider was closing", request)

@@ -1,0 +1,82 @@
+"""The origin a robots.txt file governs (RFC 9309 section 2.3).
+
+A robots.txt applies to one scheme, host and port: ``http://a.com`` and
+``http://a.com:80`` share one file, ``https://a.com`` and ``http://a.com:8080``
+each have their own. Scrapy's built-in middleware keys its cache by netloc,
+which merges http with https and splits ``a.com`` from ``a.com:80``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+try:  # IDNA 2008 + UTS 46, installed with Scrapy (through tldextract)
+    import idna as _idna
+except ImportError:  # pragma: no cover - depends on the environment
+    _idna = None  # type: ignore[assignment]
+
+DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443}
+_ASCII_HOST = re.compile(r"[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*")
+
+
+def normalize_host(host: str) -> str | None:
+    """Lower-cased ASCII form of ``host`` (punycode for IDNs), None if invalid."""
+    host = host.strip().rstrip(".").lower()
+    if not host:
+        return None
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            return f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
+        except ValueError:
+            return None
+    if host.isascii():
+        return host if _ASCII_HOST.fullmatch(host) else None
+    return _to_ascii(host)
+
+
+def _to_ascii(host: str) -> str | None:
+    try:
+        if _idna is not None:
+            return _idna.encode(host, uts46=True).decode("ascii").lower()
+        return host.encode("idna").decode("ascii").lower()
+    except (UnicodeError, ValueError):
+        return None
+
+
+class Origin(NamedTuple):
+    """Scheme, normalised host and explicit port of a URL."""
+
+    scheme: str
+    host: str
+    port: int
+
+    @classmethod
+    def from_url(cls, url: str) -> Origin | None:
+        """The origin of an http(s) URL; None for other schemes or a bad host/port."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            return None
+        scheme = parts.scheme.lower()
+        if scheme not in DEFAULT_PORTS or parts.hostname is None:
+            return None
+        raw_host = parts.hostname
+        if ":" in raw_host:  # urlsplit strips the brackets of IPv6 literals
+            raw_host = f"[{raw_host}]"
+        host = normalize_host(raw_host)
+        if host is None:
+            return None
+        return cls(scheme, host, DEFAULT_PORTS[scheme] if port is None else port)
+
+    @property
+    def robots_url(self) -> str:
+        return f"{self}/robots.txt"
+
+    def __str__(self) -> str:
+        if self.port == DEFAULT_PORTS.get(self.scheme):
+            return f"{self.scheme}://{self.host}"
+        return f"{self.scheme}://{self.host}:{self.port}"

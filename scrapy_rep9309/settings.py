@@ -1,0 +1,177 @@
+"""The middleware's settings, read and validated once at start-up.
+
+A wrong value must stop the crawl before it starts, with a message naming the
+setting, rather than surface hours later as a crawl that ignores robots.txt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
+
+MIN_MAX_SIZE = 512000
+BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+THIS_MIDDLEWARE = "scrapy_rep9309.RobotsTxtMiddleware"
+
+
+class SettingsError(ValueError):
+    """A setting has a value the middleware cannot work with."""
+
+
+@dataclass(frozen=True)
+class Rep9309Settings:
+    """Validated settings; durations are seconds (floats allowed)."""
+
+    user_agent: str | None = None
+    cache_ttl: float = 86400.0
+    max_size: int = MIN_MAX_SIZE
+    max_redirects: int = 5
+    retry_delay: float = 60.0
+    retry_max_delay: float = 3600.0
+    defer_timeout: float = 3600.0
+    stale_ttl: float = 2592000.0
+    cache_size: int = 10000
+    crawl_delay: bool = False
+    crawl_delay_max: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.retry_max_delay < self.retry_delay:
+            raise SettingsError(
+                f"REP9309_RETRY_MAX_DELAY ({self.retry_max_delay}) must not be smaller "
+                f"than REP9309_RETRY_DELAY ({self.retry_delay})"
+            )
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Rep9309Settings:
+        """Read every setting; NotConfigured when ROBOTSTXT_OBEY is off."""
+        if not _read(settings, "ROBOTSTXT_OBEY", _to_bool, False):
+            raise NotConfigured("ROBOTSTXT_OBEY is False")
+        defaults = cls()
+        return cls(
+            user_agent=_read(settings, "ROBOTSTXT_USER_AGENT", _to_optional_str, None),
+            cache_ttl=_read(settings, "REP9309_CACHE_TTL", _positive, defaults.cache_ttl),
+            max_size=_read(settings, "REP9309_MAX_SIZE", _max_size, defaults.max_size),
+            max_redirects=_read(
+                settings, "REP9309_MAX_REDIRECTS", _non_negative_int, defaults.max_redirects
+            ),
+            retry_delay=_read(settings, "REP9309_RETRY_DELAY", _positive, defaults.retry_delay),
+            retry_max_delay=_read(
+                settings, "REP9309_RETRY_MAX_DELAY", _positive, defaults.retry_max_delay
+            ),
+            defer_timeout=_read(
+                settings, "REP9309_DEFER_TIMEOUT", _positive, defaults.defer_timeout
+            ),
+            stale_ttl=_read(settings, "REP9309_STALE_TTL", _non_negative, defaults.stale_ttl),
+            cache_size=_read(settings, "REP9309_CACHE_SIZE", _positive_int, defaults.cache_size),
+            crawl_delay=_read(settings, "REP9309_CRAWL_DELAY", _to_bool, defaults.crawl_delay),
+            crawl_delay_max=_read(
+                settings, "REP9309_CRAWL_DELAY_MAX", _non_negative, defaults.crawl_delay_max
+            ),
+        )
+
+
+def check_builtin_disabled(settings: BaseSettings) -> None:
+    """Fail when Scrapy's own RobotsTxtMiddleware would run next to this one."""
+    builtin = load_object(BUILTIN_MIDDLEWARE)
+    enabled = build_component_list(settings.getwithbase("DOWNLOADER_MIDDLEWARES"))
+    for component in enabled:
+        cls = load_object(component) if isinstance(component, str) else component
+        if isinstance(cls, type) and issubclass(cls, builtin):
+            raise SettingsError(
+                f"{BUILTIN_MIDDLEWARE} is still enabled next to {THIS_MIDDLEWARE}: "
+                "both would fetch and obey robots.txt. Disable it with "
+                f'DOWNLOADER_MIDDLEWARES = {{"{BUILTIN_MIDDLEWARE}": None, '
+                f'"{THIS_MIDDLEWARE}": 100}}, or enable the add-on instead: '
+                'ADDONS = {"scrapy_rep9309.Addon": 0}'
+            )
+
+
+def _read(settings: BaseSettings, name: str, convert: Callable[[Any], Any], default: Any) -> Any:
+    value = settings.get(name)
+    if value is None:
+        return default
+    try:
+        return convert(value)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"Invalid value for {name}: {value!r} ({exc})") from None
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise TypeError("expected a number of seconds, got a boolean")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        number = float(value.strip())
+    else:
+        raise TypeError(f"expected a number, got {type(value).__name__}")
+    if not math.isfinite(number):
+        raise ValueError("must be a finite number")
+    return number
+
+
+def _positive(value: Any) -> float:
+    number = _number(value)
+    if number <= 0:
+        raise ValueError("must be greater than 0")
+    return number
+
+
+def _non_negative(value: Any) -> float:
+    number = _number(value)
+    if number < 0:
+        raise ValueError("must not be negative")
+    return number
+
+
+def _integer(value: Any) -> int:
+    number = _number(value)
+    if not number.is_integer():
+        raise ValueError("must be a whole number")
+    return int(number)
+
+
+def _positive_int(value: Any) -> int:
+    number = _integer(value)
+    if number < 1:
+        raise ValueError("must be at least 1")
+    return number
+
+
+def _non_negative_int(value: Any) -> int:
+    number = _integer(value)
+    if number < 0:
+        raise ValueError("must not be negative")
+    return number
+
+
+def _max_size(value: Any) -> int:
+    number = _integer(value)
+    if number < MIN_MAX_SIZE:
+        raise ValueError(f"must be at least {MIN_MAX_SIZE} bytes (RFC 9309 section 2.5)")
+    return number
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "0", "false"):
+        return value.strip().lower() in ("1", "true")
+    raise ValueError("expected True or False")
+
+
+def _to_optional_str(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value.strip() or None
