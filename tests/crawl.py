@@ -134,6 +134,13 @@ class CrawlResult:
             if record.levelno == level and record.name.startswith(logger_prefix)
         ]
 
+    def logs_after_closing(self) -> list[logging.LogRecord]:
+        """Records from the engine's "Closing spider" line onwards."""
+        for index, record in enumerate(self.logs):
+            if record.getMessage().startswith("Closing spider"):
+                return self.logs[index:]
+        return []
+
     def stat(self, name: str) -> Any:
         return self.stats.get(name, 0)
 

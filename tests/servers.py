@@ -245,6 +245,10 @@ class ScriptedOrigin:
     def urls(self, paths: Iterable[str]) -> list[str]:
         return [self.url(path) for path in paths]
 
+    def script(self, path: str, replies: Sequence[Reply]) -> None:
+        """(Re)script ``path``: for origins that must know each other's URLs."""
+        self.routes[path] = _Script(replies)
+
     def page_reply(self, path: str) -> Reply:
         return Reply(
             body=page_html(path), headers={"Content-Type": "text/html"}, delay=self.page_delay

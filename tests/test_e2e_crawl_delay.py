@@ -1,0 +1,42 @@
+"""REP9309_CRAWL_DELAY turns an origin's Crawl-delay into its slot's minimum delay."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.crawl import run_crawl
+from tests.servers import ServerPool, rules
+
+PAGES = [f"/page/{n}" for n in range(4)]
+NO_RANDOM_DELAY = {"RANDOMIZE_DOWNLOAD_DELAY": False}
+
+
+@pytest.mark.parametrize(
+    ("robots_delay", "settings", "min_gap", "max_gap"),
+    [
+        (0.5, {"REP9309_CRAWL_DELAY": True}, 0.45, 1.0),
+        (30, {"REP9309_CRAWL_DELAY": True, "REP9309_CRAWL_DELAY_MAX": 0.3}, 0.25, 0.8),
+        (0.5, {}, 0.0, 0.2),
+    ],
+    ids=["applied", "capped", "off-by-default"],
+)
+@deferred_f_from_coro_f
+async def test_crawl_delay_spaces_page_downloads(
+    servers: ServerPool,
+    robots_delay: float,
+    settings: dict[str, Any],
+    min_gap: float,
+    max_gap: float,
+) -> None:
+    site = servers.add(rules(f"User-agent: *\nCrawl-delay: {robots_delay}\n"))
+
+    result = await run_crawl(site.urls(PAGES), {**NO_RANDOM_DELAY, **settings})
+
+    assert len(result.responses) == len(PAGES)
+    times = sorted(entry.received for entry in site.page_requests)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert all(min_gap <= gap <= max_gap for gap in gaps), gaps

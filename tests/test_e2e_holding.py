@@ -1,0 +1,132 @@
+"""Requests waiting for robots.txt are held outside the downloader, intact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy import Request
+from scrapy.http import Response
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.crawl import BUILTIN_ENABLED, CrawlResult, Wait, run_crawl
+from tests.servers import Reply, ScriptedOrigin, ServerPool, rules
+
+SLOW_ROBOTS_DELAY = 3.0
+HEAD_OF_LINE_SETTINGS = {"CONCURRENT_REQUESTS": 4, "DOWNLOAD_TIMEOUT": 6}
+
+
+async def _crawl_behind_a_slow_origin(
+    servers: ServerPool, enable: dict[str, Any] | None = None
+) -> tuple[CrawlResult, ScriptedOrigin, list[ScriptedOrigin]]:
+    """12 requests to a slow origin first, then 5 fast origins of 6 pages."""
+    slow = servers.add(rules("User-agent: *\nDisallow: /private\n", delay=SLOW_ROBOTS_DELAY))
+    fast = [servers.add(page_delay=0.02) for _ in range(5)]
+    plan = slow.urls([f"/page/{n}" for n in range(11)] + ["/private/1"])
+    plan += [site.url(f"/page/{n}") for site in fast for n in range(6)]
+    kwargs = {} if enable is None else {"enable": enable}
+    result = await run_crawl(plan, HEAD_OF_LINE_SETTINGS, **kwargs)
+    return result, slow, fast
+
+
+def _last_response_from(result: CrawlResult, sites: list[ScriptedOrigin]) -> float:
+    bases = tuple(site.base + "/" for site in sites)
+    return max(seen.time for seen in result.responses if seen.url.startswith(bases))
+
+
+@deferred_f_from_coro_f
+async def test_slow_robots_txt_does_not_stall_other_origins(servers: ServerPool) -> None:
+    result, slow, fast = await _crawl_behind_a_slow_origin(servers)
+
+    answered = slow.robots_fetches[0].answered
+    assert answered is not None
+    assert all(len(site.page_requests) == 6 for site in fast)
+    assert _last_response_from(result, fast) < answered
+    assert _last_response_from(result, fast) - result.started < 1.5
+    # The slow origin's requests still went on once its robots.txt arrived.
+    assert len(slow.page_requests) == 11
+    assert result.forbidden_urls == {slow.url("/private/1")}
+    assert min(entry.received for entry in slow.page_requests) >= answered
+
+
+@deferred_f_from_coro_f
+async def test_builtin_stalls_behind_a_slow_robots_txt(servers: ServerPool) -> None:
+    """Documented contrast: Scrapy's middleware waits inside the downloader."""
+    result, slow, fast = await _crawl_behind_a_slow_origin(servers, BUILTIN_ENABLED)
+
+    answered = slow.robots_fetches[0].answered
+    assert answered is not None
+    assert _last_response_from(result, fast) > answered
+
+
+@deferred_f_from_coro_f
+async def test_held_requests_keep_priority_meta_and_callbacks(servers: ServerPool) -> None:
+    site = servers.add(rules("User-agent: *\nAllow: /\n", delay=0.5))
+    calls: list[tuple[str, int, str, dict[str, Any]]] = []
+
+    def parse_tagged(response: Response, **kwargs: Any) -> None:
+        request = response.request
+        assert request is not None
+        calls.append((response.url, request.priority, request.meta["tag"], kwargs))
+
+    priorities = [1, 5, 3, 4, 2]
+    plan = [
+        Request(
+            site.url(f"/page/{priority}"),
+            priority=priority,
+            meta={"tag": f"t{priority}"},
+            cb_kwargs={"number": priority},
+            callback=parse_tagged,
+        )
+        for priority in priorities
+    ]
+
+    result = await run_crawl(plan, {"CONCURRENT_REQUESTS": 1})
+
+    assert result.failures == []
+    assert sorted(calls) == sorted(
+        (site.url(f"/page/{p}"), p, f"t{p}", {"number": p}) for p in priorities
+    )
+    # Released together: the scheduler hands them out highest priority first.
+    downloaded = [entry.path for entry in site.page_requests]
+    assert downloaded == [f"/page/{p}" for p in sorted(priorities, reverse=True)]
+
+
+@deferred_f_from_coro_f
+async def test_held_requests_pass_the_duplicate_filter_once(servers: ServerPool) -> None:
+    site = servers.add([Reply(503, "busy"), rules("User-agent: *\nAllow: /\n")])
+    pages = site.urls([f"/page/{n}" for n in range(5)])
+
+    result = await run_crawl([*pages, Wait(0.05), pages[0]], {"REP9309_RETRY_DELAY": 0.3})
+
+    assert result.urls == set(pages)
+    assert result.failures == []
+    assert sorted(entry.path for entry in site.page_requests) == sorted(
+        f"/page/{n}" for n in range(5)
+    ), "held requests must come back once each; a true duplicate is still filtered"
+
+
+@deferred_f_from_coro_f
+async def test_spider_stays_open_while_held_and_closes_promptly(servers: ServerPool) -> None:
+    site = servers.add([Reply(503, "busy"), rules("User-agent: *\nAllow: /\n")])
+    pages = site.urls([f"/page/{n}" for n in range(3)])
+
+    result = await run_crawl(pages, {"REP9309_RETRY_DELAY": 1.0})
+
+    assert result.urls == set(pages)
+    assert result.close_reason == "finished"
+    last_response = max(seen.time for seen in result.responses)
+    assert last_response - result.started > 0.9
+    assert result.spider_closed_at - last_response < 1.0
+
+
+@deferred_f_from_coro_f
+async def test_spider_closes_promptly_after_requests_expire(servers: ServerPool) -> None:
+    site = servers.add(Reply(503, "busy"))
+    pages = site.urls([f"/page/{n}" for n in range(3)])
+
+    result = await run_crawl(pages, {"REP9309_DEFER_TIMEOUT": 1})
+
+    assert result.ignored_urls == set(pages)
+    assert result.close_reason == "finished"
+    last_failure = max(failed.time for failed in result.failures)
+    assert result.spider_closed_at - last_failure < 1.0

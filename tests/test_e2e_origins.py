@@ -1,0 +1,89 @@
+"""Origins (scheme, host, port) each get their own robots.txt, fetched once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+from twisted.internet.error import CannotListenError
+
+from tests.crawl import run_crawl
+from tests.servers import ScriptedOrigin, ServerPool, rules
+
+X_FORBIDDEN = "User-agent: *\nDisallow: /x\n"
+Y_FORBIDDEN = "User-agent: *\nDisallow: /y\n"
+# Fixed loopback hosts for default ports, away from the pool's 127.0.0.x range.
+DEFAULT_PORTS_HOST = "127.0.9.1"
+SAME_HOST = "127.0.8.1"
+
+
+@pytest.fixture
+def default_port_origins(servers: ServerPool) -> Iterator[tuple[ScriptedOrigin, ScriptedOrigin]]:
+    """http on port 80 and https on port 443 of one host (needs privileged ports)."""
+    try:
+        plain = servers.add(rules(X_FORBIDDEN), host=DEFAULT_PORTS_HOST, port=80)
+        secure = servers.add(rules(Y_FORBIDDEN), host=DEFAULT_PORTS_HOST, port=443, tls=True)
+    except CannotListenError as error:
+        pytest.skip(f"cannot listen on ports 80/443 of {DEFAULT_PORTS_HOST}: {error}")
+    yield plain, secure
+
+
+@deferred_f_from_coro_f
+async def test_two_ports_of_one_host_have_separate_rules(servers: ServerPool) -> None:
+    first = servers.add(rules(X_FORBIDDEN), host=SAME_HOST)
+    second = servers.add(rules(Y_FORBIDDEN), host=SAME_HOST)
+    plan = [site.url(path) for site in (first, second) for path in ("/x/1", "/y/1")]
+
+    result = await run_crawl(plan)
+
+    assert result.forbidden_urls == {first.url("/x/1"), second.url("/y/1")}
+    assert result.urls == {first.url("/y/1"), second.url("/x/1")}
+    assert len(first.robots_fetches) == 1
+    assert len(second.robots_fetches) == 1
+
+
+@deferred_f_from_coro_f
+async def test_http_and_https_of_one_host_have_separate_rules(
+    default_port_origins: tuple[ScriptedOrigin, ScriptedOrigin],
+) -> None:
+    """Scrapy's built-in keys by netloc, so https would reuse http's rules here."""
+    plain, secure = default_port_origins
+    http_x, http_y = f"http://{DEFAULT_PORTS_HOST}/x/1", f"http://{DEFAULT_PORTS_HOST}/y/1"
+    https_x, https_y = f"https://{DEFAULT_PORTS_HOST}/x/1", f"https://{DEFAULT_PORTS_HOST}/y/1"
+
+    result = await run_crawl([http_x, http_y, https_x, https_y])
+
+    assert result.forbidden_urls == {http_x, https_y}
+    assert result.urls == {http_y, https_x}
+    assert len(plain.robots_fetches) == 1
+    assert len(secure.robots_fetches) == 1
+
+
+@deferred_f_from_coro_f
+async def test_default_port_written_or_not_is_one_origin(
+    default_port_origins: tuple[ScriptedOrigin, ScriptedOrigin],
+) -> None:
+    plain, _ = default_port_origins
+    implicit = [f"http://{DEFAULT_PORTS_HOST}/x/1", f"http://{DEFAULT_PORTS_HOST}/y/1"]
+    explicit = [f"http://{DEFAULT_PORTS_HOST}:80/x/2", f"http://{DEFAULT_PORTS_HOST}:80/y/2"]
+
+    result = await run_crawl(implicit + explicit)
+
+    assert len(plain.robots_fetches) == 1
+    assert result.forbidden_urls == {implicit[0], explicit[0]}
+    assert {"/y/1", "/y/2"} == plain.crawled_paths()
+
+
+@deferred_f_from_coro_f
+async def test_fifty_simultaneous_requests_to_a_new_origin_fetch_once(
+    servers: ServerPool,
+) -> None:
+    site = servers.add(rules("User-agent: *\nDisallow: /private\n", delay=0.3))
+    pages = site.urls(f"/page/{n}" for n in range(50))
+
+    result = await run_crawl(pages)
+
+    assert len(site.robots_fetches) == 1
+    assert result.urls == set(pages)
+    assert result.failures == []

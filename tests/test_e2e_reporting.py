@@ -1,0 +1,101 @@
+"""What the middleware tells the outside: the robots_parsed signal, stats, the close summary."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from scrapy import signals
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.crawl import CrawlResult, run_crawl
+from tests.servers import Reply, ServerPool, redirect, reset, rules
+
+PRIVATE_RULES = "User-agent: *\nDisallow: /private\n"
+
+#: Every stat name the issue documents; <status> and <exception class path> vary.
+DOCUMENTED_STATS = re.compile(
+    r"robotstxt/("
+    r"request_count|response_count|response_status_count/\d{3}"
+    r"|exception_count/[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+"
+    r"|forbidden|unavailable|unreachable|deferred|deferred/released|deferred/expired"
+    r"|redirects|truncated|refreshed|evicted"
+    r")"
+)
+
+
+async def _crawl_every_outcome(servers: ServerPool) -> CrawlResult:
+    """One crawl meeting rules, a 404, a 503 then rules, a redirect and a dead origin."""
+    with_rules = servers.add(rules(PRIVATE_RULES))
+    missing = servers.add(Reply(404, "not found"))
+    recovering = servers.add([Reply(503, "busy"), rules(PRIVATE_RULES)])
+    moved_to = servers.add(routes={"/elsewhere.txt": [rules(PRIVATE_RULES)]})
+    moved = servers.add(redirect(moved_to.url("/elsewhere.txt")))
+    dead = servers.add(reset())
+    plan = [
+        site.url(path)
+        for site in (with_rules, missing, recovering, moved, dead)
+        for path in ("/public/1", "/private/1")
+    ]
+    return await run_crawl(plan, {"REP9309_DEFER_TIMEOUT": 1.5})
+
+
+@deferred_f_from_coro_f
+async def test_stats_use_the_documented_names(servers: ServerPool) -> None:
+    result = await _crawl_every_outcome(servers)
+
+    names = set(result.robotstxt_stats())
+    undocumented = {name for name in names if not DOCUMENTED_STATS.fullmatch(name)}
+    assert undocumented == set()
+    for name in (
+        "robotstxt/request_count",
+        "robotstxt/response_count",
+        "robotstxt/response_status_count/200",
+        "robotstxt/response_status_count/404",
+        "robotstxt/response_status_count/503",
+        "robotstxt/forbidden",
+        "robotstxt/unavailable",
+        "robotstxt/unreachable",
+        "robotstxt/deferred",
+        "robotstxt/deferred/released",
+        "robotstxt/deferred/expired",
+        "robotstxt/redirects",
+    ):
+        assert result.stat(name) >= 1, name
+    assert any(name.startswith("robotstxt/exception_count/") for name in names)
+    assert result.stat("robotstxt/forbidden") == 3
+    assert result.stat("robotstxt/deferred/expired") == 2
+
+
+@deferred_f_from_coro_f
+async def test_one_info_summary_at_close(servers: ServerPool) -> None:
+    result = await _crawl_every_outcome(servers)
+
+    summaries = [
+        record
+        for record in result.logs_after_closing()
+        if record.name.startswith("scrapy_rep9309") and record.levelno == logging.INFO
+    ]
+    messages = [record.getMessage() for record in summaries]
+    closing = [
+        m for m in messages if all(w in m for w in ("available", "unavailable", "unreachable"))
+    ]
+    assert len(closing) == 1, messages
+    assert "forbidden" in closing[0]
+
+
+@deferred_f_from_coro_f
+async def test_robots_parsed_signal_is_sent(servers: ServerPool) -> None:
+    if not hasattr(signals, "robots_parsed"):
+        pytest.skip("this Scrapy has no robots_parsed signal (added in 2.18)")
+    site = servers.add(rules(PRIVATE_RULES))
+    public, private = site.url("/public/1"), site.url("/private/1")
+
+    result = await run_crawl([public, private])
+
+    assert len(result.robots_parsed) == 1
+    parser, request = result.robots_parsed[0]
+    assert request.url.startswith(site.base + "/")
+    assert parser.allowed(public, "anybot") is True
+    assert parser.allowed(private, "anybot") is False

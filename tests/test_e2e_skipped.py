@@ -1,0 +1,45 @@
+"""Requests the middleware must not judge: dont_obey_robotstxt, data: and file: URLs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scrapy import Request
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.crawl import run_crawl
+from tests.servers import ServerPool, rules
+
+DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
+
+
+@deferred_f_from_coro_f
+async def test_dont_obey_robotstxt_meta_skips_the_check(servers: ServerPool) -> None:
+    judged = servers.add(rules(DISALLOW_ALL))
+    never_asked = servers.add(rules(DISALLOW_ALL))
+    exempt, forbidden = judged.url("/page/1"), judged.url("/page/2")
+    exempt_elsewhere = never_asked.url("/page/1")
+    plan = [
+        Request(exempt, meta={"dont_obey_robotstxt": True}),
+        forbidden,
+        Request(exempt_elsewhere, meta={"dont_obey_robotstxt": True}),
+    ]
+
+    result = await run_crawl(plan)
+
+    assert result.urls == {exempt, exempt_elsewhere}
+    assert result.forbidden_urls == {forbidden}
+    assert never_asked.robots_fetches == []
+
+
+@deferred_f_from_coro_f
+async def test_data_and_file_urls_skip_the_check(tmp_path: Path) -> None:
+    local = tmp_path / "page.html"
+    local.write_text("<html><body>local</body></html>")
+    data_url, file_url = "data:text/plain,hello", local.as_uri()
+
+    result = await run_crawl([data_url, file_url])
+
+    assert result.urls == {data_url, file_url}
+    assert result.failures == []
+    assert result.robots_requests() == []

@@ -1,0 +1,90 @@
+"""Which group applies: ROBOTSTXT_USER_AGENT, else the User-Agent the request is sent with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.crawl import BUILTIN_ENABLED, OURS_ENABLED, run_crawl
+from tests.servers import ServerPool, rules
+
+GROUPS = """\
+User-agent: alphabot
+Disallow: /alpha-forbidden
+
+User-agent: *
+Disallow: /star-forbidden
+"""
+OTHER_AGENT = "OtherCrawler/1.0 (+https://example.org/bot)"
+ALPHA = "alpha"
+STAR = "star"
+
+
+@pytest.mark.parametrize(
+    ("settings", "request_headers", "group", "robots_request_agent"),
+    [
+        ({"ROBOTSTXT_USER_AGENT": "alphabot", "USER_AGENT": OTHER_AGENT}, {}, ALPHA, OTHER_AGENT),
+        ({"USER_AGENT": OTHER_AGENT}, {"User-Agent": "alphabot/2.0"}, ALPHA, None),
+        (
+            {
+                "USER_AGENT": OTHER_AGENT,
+                "DEFAULT_REQUEST_HEADERS": {"User-Agent": "alphabot/3.0"},
+            },
+            {},
+            ALPHA,
+            "alphabot/3.0",
+        ),
+        (
+            {"USER_AGENT": "alphabot/1.0 (+https://example.org)"},
+            {},
+            ALPHA,
+            "alphabot/1.0 (+https://example.org)",
+        ),
+        ({"USER_AGENT": OTHER_AGENT}, {}, STAR, OTHER_AGENT),
+    ],
+    ids=[
+        "ROBOTSTXT_USER_AGENT",
+        "request-header",
+        "DEFAULT_REQUEST_HEADERS",
+        "USER_AGENT",
+        "no-match-uses-star",
+    ],
+)
+@deferred_f_from_coro_f
+async def test_user_agent_selects_the_group(
+    servers: ServerPool,
+    settings: dict[str, Any],
+    request_headers: dict[str, str],
+    group: str,
+    robots_request_agent: str | None,
+) -> None:
+    site = servers.add(rules(GROUPS))
+    alpha, star = site.url("/alpha-forbidden/1"), site.url("/star-forbidden/1")
+    plan = [Request(url, headers=request_headers) for url in (alpha, star)]
+
+    result = await run_crawl(plan, settings)
+
+    forbidden = alpha if group == ALPHA else star
+    assert result.forbidden_urls == {forbidden}
+    assert result.urls == {alpha, star} - {forbidden}
+    (fetch,) = site.robots_fetches
+    # robots.txt is requested with the crawl's User-Agent (None: a per-request header).
+    if robots_request_agent is not None:
+        assert fetch.user_agent == robots_request_agent
+
+
+@deferred_f_from_coro_f
+async def test_builtin_ignores_default_request_headers(servers: ServerPool) -> None:
+    """Documented contrast: the built-in matches before the header is set."""
+    site = servers.add(rules(GROUPS))
+    alpha, star = site.url("/alpha-forbidden/1"), site.url("/star-forbidden/1")
+    settings = {"USER_AGENT": OTHER_AGENT, "DEFAULT_REQUEST_HEADERS": {"User-Agent": "alphabot/3"}}
+
+    builtin = await run_crawl([alpha, star], settings, enable=BUILTIN_ENABLED)
+    ours = await run_crawl([alpha, star], settings, enable=OURS_ENABLED)
+
+    assert builtin.forbidden_urls == {star}
+    assert ours.forbidden_urls == {alpha}
