@@ -1,0 +1,205 @@
+"""``python -m scrapy_rep9309 check``: verdicts, exit statuses, fetch outcomes, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests._commands import check, error_lines, run, run_async
+from tests.servers import ServerPool, closed_port, redirect, rules
+
+ROBOTS = """\
+# shop
+User-agent: *
+Disallow: /private/
+Allow: /private/help
+
+User-agent: MyBot
+Disallow: /
+"""
+
+
+@pytest.fixture
+def robots_file(tmp_path: Path) -> Path:
+    path = tmp_path / "robots.txt"
+    path.write_text(ROBOTS, encoding="utf-8")
+    return path
+
+
+def verdict(stdout: str, url: str) -> list[str]:
+    """The three lines of one URL's verdict."""
+    lines = stdout.splitlines()
+    for index, line in enumerate(lines):
+        if line.split()[1:2] == [url]:
+            return [part.strip() for part in lines[index : index + 3]]
+    raise AssertionError(f"no verdict for {url} in:\n{stdout}")
+
+
+def test_all_allowed_exits_0_and_names_rule_line_group(robots_file: Path) -> None:
+    result = run(check(str(robots_file), "/products/1", "https://shop.test/private/help"))
+
+    assert result.returncode == 0, result.stderr
+    assert verdict(result.stdout, "/products/1") == [
+        "allowed     /products/1",
+        "rule      none matched (allowed by default)",
+        "group     User-agent: *",
+    ]
+    assert verdict(result.stdout, "https://shop.test/private/help") == [
+        "allowed     https://shop.test/private/help",
+        "rule      Allow: /private/help (line 4)",
+        "group     User-agent: *",
+    ]
+    assert "user agent  Scrapy (product token: scrapy)" in result.stdout
+
+
+def test_any_disallowed_exits_1(robots_file: Path) -> None:
+    result = run(check(str(robots_file), "/products/1", "/private/orders?id=3"))
+
+    assert result.returncode == 1, result.stderr
+    assert verdict(result.stdout, "/private/orders?id=3") == [
+        "disallowed  /private/orders?id=3",
+        "rule      Disallow: /private/ (line 3)",
+        "group     User-agent: *",
+    ]
+
+
+def test_user_agent_header_selects_its_group(robots_file: Path) -> None:
+    result = run(
+        check(str(robots_file), "/products/1", "--user-agent", "MyBot/2.0 (+https://my.bot)")
+    )
+
+    assert result.returncode == 1
+    assert verdict(result.stdout, "/products/1") == [
+        "disallowed  /products/1",
+        "rule      Disallow: / (line 7)",
+        "group     User-agent: MyBot",
+    ]
+
+
+def test_missing_file_is_bad_input(tmp_path: Path) -> None:
+    result = run(check(str(tmp_path / "absent.txt"), "/x"))
+
+    assert result.returncode == 2
+    assert error_lines(result) == [
+        f"python -m scrapy_rep9309 check: error: cannot read {tmp_path / 'absent.txt'}: "
+        "No such file or directory"
+    ]
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "required: command"),
+        (["ROBOTS"], "required: URL"),
+        (["ROBOTS", "products/1"], "not an http(s) URL or a path starting with '/'"),
+        (["ROBOTS", "ftp://shop.test/a"], "not an http(s) URL or a path starting with '/'"),
+        (["ROBOTS", "http://shop.test:99999/a"], "not a valid http(s) URL"),
+        (["ftp://shop.test/robots.txt", "/a"], "ROBOTS must be a file or an http(s) URL"),
+        (["ROBOTS", "/a", "--timeout", "0"], "--timeout must be greater than 0"),
+        (["ROBOTS", "/a", "--user-agent", " "], "--user-agent must not be empty"),
+        (["ROBOTS", "/a", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_arguments_give_one_line_and_exit_2(
+    robots_file: Path, args: list[str], message: str
+) -> None:
+    args = [str(robots_file) if arg == "ROBOTS" else arg for arg in args]
+    result = run(["-m", "scrapy_rep9309", *(["check", *args] if args else [])])
+
+    assert result.returncode == 2
+    [line] = error_lines(result)
+    assert message in line
+    assert "Traceback" not in result.stderr
+
+
+def test_size_limit_ignores_rules_past_500_kib(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_text("User-agent: *\n" + "#" * 600_000 + "\nDisallow: /late\n")
+
+    result = run(check(str(path), "/late"))
+
+    assert result.returncode == 0
+    assert "truncated" in result.stdout
+
+
+@deferred_f_from_coro_f
+async def test_unreachable_robots_txt_disallows_everything(servers: ServerPool) -> None:
+    site = servers.add(rules("User-agent: *\nAllow: /\n", status=503))
+
+    result = await run_async(check(site.url("/robots.txt"), site.url("/products/1")))
+
+    assert result.returncode == 1
+    assert "  status    503 (unreachable: everything disallowed until it answers" in result.stdout
+    assert verdict(result.stdout, site.url("/products/1"))[:2] == [
+        f"disallowed  {site.url('/products/1')}",
+        "rule      none: robots.txt unreachable, everything disallowed",
+    ]
+    assert len(site.robots_fetches) == 1
+
+
+@deferred_f_from_coro_f
+async def test_refused_connection_is_unreachable() -> None:
+    robots_url = f"http://127.0.0.1:{closed_port()}/robots.txt"
+
+    result = await run_async(check(robots_url, "/a"))
+
+    assert result.returncode == 1
+    assert "  status    none (unreachable" in result.stdout
+    assert "ConnectionRefusedError" in result.stdout
+
+
+@deferred_f_from_coro_f
+async def test_client_error_allows_everything(servers: ServerPool) -> None:
+    site = servers.add(rules("User-agent: *\nDisallow: /\n", status=404))
+
+    result = await run_async(check(site.url("/robots.txt"), "/private/1"))
+
+    assert result.returncode == 0
+    assert "  status    404 (unavailable: no rules, everything allowed" in result.stdout
+    assert verdict(result.stdout, "/private/1")[0] == "allowed     /private/1"
+
+
+@deferred_f_from_coro_f
+async def test_redirects_across_hosts_are_followed_and_shown(servers: ServerPool) -> None:
+    final = servers.add(rules(ROBOTS))
+    middle = servers.add(redirect(final.url("/robots.txt"), status=302))
+    first = servers.add(redirect(middle.url("/robots.txt")))
+
+    result = await run_async(
+        check(first.url("/robots.txt"), first.url("/private/x"), "--user-agent", "Tester/1.0")
+    )
+
+    assert result.returncode == 1
+    chain = " -> ".join(site.url("/robots.txt") for site in (first, middle, final))
+    assert f"  redirects {chain}" in result.stdout
+    assert "rule      Disallow: /private/ (line 3)" in result.stdout
+    assert [entry.user_agent for entry in final.robots_fetches] == ["Tester/1.0"]
+
+
+@deferred_f_from_coro_f
+async def test_more_than_five_redirects_is_unavailable(servers: ServerPool) -> None:
+    target = servers.add(rules("User-agent: *\nDisallow: /\n"))
+    hops = [target]
+    for _ in range(6):
+        hops.append(servers.add(redirect(hops[-1].url("/robots.txt"))))
+
+    result = await run_async(check(hops[-1].url("/robots.txt"), "/a"))
+
+    assert result.returncode == 0
+    assert "(unavailable: no rules, everything allowed" in result.stdout
+    assert "more than 5 redirects" in result.stdout
+    assert target.robots_fetches == []
+
+
+@deferred_f_from_coro_f
+async def test_slow_fetch_reports_progress(servers: ServerPool) -> None:
+    site = servers.add(rules("User-agent: *\nDisallow: /a\n", delay=5.5))
+
+    result = await run_async(check(site.url("/robots.txt"), "/a"))
+
+    assert result.returncode == 1
+    assert f"fetching {site.url('/robots.txt')}" in error_lines(result)
+    assert any(line.startswith("still waiting for") for line in error_lines(result))
