@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider, signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinMiddleware
 from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from demo_project.localweb import DemoWeb, build_demo_web
 from demo_project.middleware_switch import apply_demo_middleware
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
-    from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
 
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
@@ -78,9 +78,9 @@ class DemoSpider(Spider):
         if first_url.endswith("/robots.txt"):
             self.robots_statuses.setdefault(self._origin(first_url), []).append(response.status)
 
-    def closed(self, reason: str) -> Deferred[object]:
+    async def closed(self, reason: str) -> None:
         print(self.summary())
-        return self.web.stop()
+        await maybe_deferred_to_future(self.web.stop())
 
     def summary(self) -> str:
         handler, reports = self._robots_handler()
