@@ -14,7 +14,7 @@ from email.utils import parsedate_to_datetime
 
 @dataclass(frozen=True)
 class CacheDirectives:
-    """What a response allows: ``max_age`` seconds (None: no limit given)."""
+    """What a response allows: ``max_age`` seconds (None: no limit given), ``no_store``."""
 
     max_age: float | None = None
     no_store: bool = False
@@ -27,8 +27,8 @@ def _text(value: str | bytes) -> str:
 def parse_cache_control(values: list[str | bytes] | str | bytes | None) -> CacheDirectives:
     """Directives of one or more ``Cache-Control`` header values.
 
-    ``no-cache`` (use only after revalidation) is read as ``max-age=0``; when a
-    directive repeats, the shortest lifetime wins.
+    ``no-cache`` (reuse only after revalidation) counts as ``no-store``: this
+    client never revalidates. When ``max-age`` repeats, the shortest wins.
     """
     if values is None:
         return CacheDirectives()
@@ -40,10 +40,8 @@ def parse_cache_control(values: list[str | bytes] | str | bytes | None) -> Cache
         for directive in _text(value).split(","):
             name, _, argument = directive.strip().partition("=")
             name = name.strip().lower()
-            if name == "no-store":
+            if name in ("no-store", "no-cache"):
                 no_store = True
-            elif name == "no-cache":
-                max_age = 0.0
             elif name == "max-age":
                 seconds = _delta_seconds(argument)
                 if seconds is not None and (max_age is None or seconds < max_age):

@@ -77,7 +77,7 @@ class _SizeBudget:
 class _SizeLimiter:
     """One ``bytes_received`` receiver per crawler; stops robots.txt downloads past the limit."""
 
-    def __call__(self, data: bytes, request: Request, **kwargs: Any) -> None:
+    def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
         budget = request.meta.get(SIZE_BUDGET_META)
         if budget is None:
             return
@@ -93,7 +93,8 @@ def _ensure_size_limiter(crawler: Crawler) -> None:
     if crawler not in _limiters:
         limiter = _SizeLimiter()
         _limiters[crawler] = limiter
-        crawler.signals.connect(limiter, signal=signals.bytes_received)
+        # A bound method: Scrapy logs the receiver's __qualname__ when it stops a download.
+        crawler.signals.connect(limiter.bytes_received, signal=signals.bytes_received)
 
 
 def robots_request(

@@ -349,9 +349,7 @@ class RobotsTxtMiddleware:
         if self._closed or origin in self._fetching:
             return
         record = self.store.get(str(origin))
-        if record is not None and record.failures:
-            self.stats.inc_value("robotstxt/retries")
-        elif record is not None and record.answered:
+        if record is not None and record.answered and not record.failures:
             self.stats.inc_value("robotstxt/refreshed")
         self._report(origin)
         trigger = self._fetch_trigger.get(origin)

@@ -19,10 +19,10 @@ UNAVAILABLE = "unavailable"
 UNREACHABLE = "unreachable"
 PENDING = "pending"
 
-# ``Cache-Control: no-store`` or a tiny ``max-age`` would otherwise mean one
-# robots.txt fetch per request; such answers are kept this long (capped by
-# REP9309_CACHE_TTL), which still honours the intent of "do not keep this".
-MIN_CACHE_CONTROL_TTL = 60.0
+# ``Cache-Control: no-store`` and ``max-age=0`` ask for a fetch before every
+# use, i.e. one robots.txt request per page. They are read as "keep it this
+# long" instead (capped by REP9309_CACHE_TTL); a positive max-age is honoured.
+NO_REUSE_TTL = 60.0
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,11 @@ class OriginRecord:
 
 def cache_lifetime(result: FetchResult, settings: Rep9309Settings) -> float:
     """REP9309_CACHE_TTL, shortened (never lengthened) by the response's Cache-Control."""
-    ttl = settings.cache_ttl
+    if result.no_store or (result.max_age is not None and result.max_age < 1):
+        return min(settings.cache_ttl, NO_REUSE_TTL)
     if result.max_age is not None:
-        ttl = min(ttl, max(result.max_age, MIN_CACHE_CONTROL_TTL))
-    if result.no_store:
-        ttl = min(ttl, MIN_CACHE_CONTROL_TTL)
-    return ttl
+        return min(settings.cache_ttl, result.max_age)
+    return settings.cache_ttl
 
 
 def retry_delay(failures: int, retry_after: float | None, settings: Rep9309Settings) -> float:
