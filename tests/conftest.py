@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import pytest_twisted
 
 from tests.servers import ServerPool
 
@@ -16,4 +17,4 @@ def servers() -> Iterator[ServerPool]:
     try:
         yield pool
     finally:
-        pool.close()
+        pytest_twisted.blockon(pool.close())

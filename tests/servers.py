@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from twisted.internet import ssl
 from twisted.internet.base import DelayedCall
+from twisted.internet.defer import Deferred, DeferredList, maybeDeferred
 from twisted.internet.interfaces import IListeningPort, IReactorCore
 from twisted.python.failure import Failure
 from twisted.web.resource import Resource
@@ -347,14 +348,20 @@ class ServerPool:
         self.origins.append(origin)
         return origin
 
-    def close(self) -> None:
-        """Stop listening and abort any request left hanging by a script."""
+    def close(self) -> Deferred[Any]:
+        """Stop listening and abort any request left hanging by a script.
+
+        Fires once every port is closed, so the next test can listen again on
+        the same fixed port (80, 443).
+        """
+        stopped = []
         for origin in self.origins:
             if origin.listening is not None:
-                origin.listening.stopListening()
+                stopped.append(maybeDeferred(origin.listening.stopListening))
             for request in list(origin.open_requests):
                 request.transport.abortConnection()
             origin.open_requests.clear()
+        return DeferredList(stopped)
 
 
 def closed_port(host: str = "127.0.0.1") -> int:
