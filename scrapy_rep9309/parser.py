@@ -20,6 +20,7 @@ Reading rules (RFC 9309 section 2.2, plus Google's leniency):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 #: Google's limit: "many times" the 2083-octet maximum URL length, minus a NUL.
@@ -64,6 +65,7 @@ _KEY_PREFIXES: tuple[tuple[bytes, str], ...] = (
     (b"crawl delay", "crawl_delay"),
 )
 _EXACT_KEYS: dict[bytes, str] = dict(_KEY_PREFIXES)
+_ALL_PREFIXES = tuple(_EXACT_KEYS)
 _LINE_ENDS = b"\r\n"
 _BOM = b"\xef\xbb\xbf"
 
@@ -71,7 +73,7 @@ _BOM = b"\xef\xbb\xbf"
 def key_kind(key: bytes) -> str | None:
     """Return the record kind of a lower-cased key, or ``None`` for an unknown key."""
     kind = _EXACT_KEYS.get(key)
-    if kind is not None:
+    if kind is not None or not key.startswith(_ALL_PREFIXES):
         return kind
     for prefix, prefixed_kind in _KEY_PREFIXES:
         if key.startswith(prefix):
@@ -104,46 +106,64 @@ def skip_bom(body: bytes) -> bytes:
     return body[skipped:]
 
 
-def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZE) -> None:
-    """Send each record of ``body`` to ``handler``; never raises because of the content."""
-    dispatch = {
+def split_record(line: bytes) -> tuple[bytes, bytes] | None:
+    """Return the stripped ``(key, value)`` of one line, or ``None`` if it holds no record.
+
+    The general rule, used by :func:`tokenize` for every line its fast path cannot take.
+    """
+    comment = line.find(b"#")
+    if comment >= 0:
+        line = line[:comment]
+    key, colon, value = line.partition(b":")
+    if not colon:
+        parts = line.split()
+        if len(parts) != 2:
+            return None
+        key, value = parts
+    key = key.strip()
+    return (key, value.strip()) if key else None
+
+
+def _exact_key_table(handler: RobotsTxtHandler) -> dict[bytes, Callable[[int, bytes], None]]:
+    """Map each known lower-case key, bare or with whitespace around it, to its handler method."""
+    methods = {
         "user_agent": handler.user_agent,
         "allow": handler.allow,
         "disallow": handler.disallow,
         "sitemap": handler.sitemap,
         "crawl_delay": handler.crawl_delay,
     }
-    by_exact_key = {key: dispatch[kind] for key, kind in _EXACT_KEYS.items()}
-    unknown = handler.unknown
+    table = {}
+    for key, kind in _EXACT_KEYS.items():
+        for variant in (key, key + b" ", b" " + key, b" " + key + b" ", key + b"\t"):
+            table[variant] = methods[kind]
+    return table
+
+
+def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZE) -> None:
+    """Send each record of ``body`` to ``handler``; never raises because of the content."""
+    by_key = _exact_key_table(handler)
     body = skip_bom(limit_size(body, max_size))
-    line_no = 0
-    for line in body.splitlines():
-        line_no += 1
-        if not line:
-            continue
-        if len(line) > MAX_LINE_OCTETS:
-            line = line[:MAX_LINE_OCTETS]
-        comment = line.find(b"#")
-        if comment >= 0:
-            line = line[:comment]
-        colon = line.find(b":")
-        if colon >= 0:
-            key = line[:colon].strip()
-            value = line[colon + 1 :].strip()
-        else:
-            parts = line.split()
-            if len(parts) != 2:
+    lines = body.splitlines()
+    if len(body) > MAX_LINE_OCTETS:
+        lines = [line[:MAX_LINE_OCTETS] for line in lines]
+    for line_no, line in enumerate(lines, 1):
+        # Fast path, taken by most lines: "key: value" with a known key (which holds no "#").
+        key, colon, value = line.partition(b":")
+        if colon:
+            emit = by_key.get(key.lower())
+            if emit is not None:
+                emit(line_no, value.partition(b"#")[0].strip())
                 continue
-            key, value = parts
-        if not key:
+        # Most colon-less lines are HTML or prose: reject them cheaply.
+        elif b"#" not in line and len(line.split(None, 2)) != 2:
             continue
-        lowered = key.lower()
-        emit = by_exact_key.get(lowered)
-        if emit is not None:
-            emit(line_no, value)
+        record = split_record(line)
+        if record is None:
             continue
-        kind = key_kind(lowered)
+        key, value = record
+        kind = key_kind(key.lower())
         if kind is None:
-            unknown(line_no, key, value)
+            handler.unknown(line_no, key, value)
         else:
-            dispatch[kind](line_no, value)
+            getattr(handler, kind)(line_no, value)

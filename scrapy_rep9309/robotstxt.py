@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scrapy_rep9309.matcher import RawRule, RuleSet
+from scrapy_rep9309.matcher import RuleSet, RuleSource
 from scrapy_rep9309.parser import MIN_MAX_SIZE, tokenize
 from scrapy_rep9309.urlnorm import normalise_text, path_and_query
 from scrapy_rep9309.useragent import GLOBAL_TOKEN, crawler_token, group_token
@@ -33,54 +33,78 @@ class Decision:
 
 
 class _Group:
-    """One group as read: its user-agent values, raw rules and crawl-delay values."""
+    """One group as read: its user-agent values and where its rules are in the rule tables.
 
-    __slots__ = ("agents", "crawl_delays", "rules")
+    Rules are not copied per group: a group owns the slice of the (file-ordered) allow
+    and disallow tables recorded between its first user-agent line and the next group's.
+    """
 
-    def __init__(self) -> None:
-        self.agents: list[str] = []
-        self.rules: list[RawRule] = []
+    __slots__ = ("agents", "allows", "crawl_delays", "disallows")
+
+    def __init__(self, first_agent: bytes, allow_start: int, disallow_start: int) -> None:
+        self.agents = [first_agent]
+        self.allows = [allow_start, allow_start]
+        self.disallows = [disallow_start, disallow_start]
         self.crawl_delays: list[bytes] = []
+
+    def names(self, token: str) -> bool:
+        """Whether a user-agent line of this group names ``token`` (or ``*``)."""
+        prefix = token.encode("ascii", "replace")
+        return any(
+            agent[: len(prefix)].lower() == prefix and group_token(agent.decode("latin-1")) == token
+            for agent in self.agents
+        )
 
 
 class _GroupBuilder:
-    """Parser handler that turns records into groups (RFC 9309 section 2.1-2.2.1)."""
+    """Parser handler that turns records into groups (RFC 9309 section 2.1-2.2.1).
 
-    __slots__ = ("current", "groups", "in_rules", "sitemaps")
+    ``allow`` and ``disallow`` are plain ``dict.__setitem__`` methods (line number ->
+    value): they run for most lines of every file, so they must cost no Python call.
+    A user-agent line starts a new group when a rule was recorded since the current
+    group started; rules before the first user-agent line belong to no group.
+    """
+
+    __slots__ = ("_current", "allow", "allows", "disallow", "disallows", "groups", "sitemaps")
 
     def __init__(self) -> None:
         self.groups: list[_Group] = []
-        self.current: _Group | None = None
-        self.in_rules = False
         self.sitemaps: list[str] = []
+        self.allows: dict[int, bytes] = {}
+        self.disallows: dict[int, bytes] = {}
+        self.allow = self.allows.__setitem__
+        self.disallow = self.disallows.__setitem__
+        self._current: _Group | None = None
 
     def user_agent(self, line_no: int, value: bytes) -> None:
-        if self.current is None or self.in_rules:
-            self.current = _Group()
-            self.groups.append(self.current)
-            self.in_rules = False
-        self.current.agents.append(value.decode("utf-8", "replace"))
-
-    def allow(self, line_no: int, value: bytes) -> None:
-        if self.current is not None:
-            self.in_rules = True
-            self.current.rules.append((True, value, line_no))
-
-    def disallow(self, line_no: int, value: bytes) -> None:
-        if self.current is not None:
-            self.in_rules = True
-            self.current.rules.append((False, value, line_no))
+        allows, disallows = len(self.allows), len(self.disallows)
+        current = self._current
+        if current is not None and (current.allows[0], current.disallows[0]) == (allows, disallows):
+            current.agents.append(value)
+            return
+        self._close_group()
+        self._current = _Group(value, allows, disallows)
+        self.groups.append(self._current)
 
     def sitemap(self, line_no: int, value: bytes) -> None:
         if value:
             self.sitemaps.append(value.decode("utf-8", "replace"))
 
     def crawl_delay(self, line_no: int, value: bytes) -> None:
-        if self.current is not None:
-            self.current.crawl_delays.append(value)
+        if self._current is not None:
+            self._current.crawl_delays.append(value)
 
     def unknown(self, line_no: int, key: bytes, value: bytes) -> None:
         """Unknown records are ignored and, per RFC 9309, do not end a group."""
+
+    def _close_group(self) -> None:
+        if self._current is not None:
+            self._current.allows[1] = len(self.allows)
+            self._current.disallows[1] = len(self.disallows)
+
+    def finish(self) -> None:
+        self._close_group()
+        self._current = None
 
 
 def _parse_delay(value: bytes) -> float | None:
@@ -96,9 +120,19 @@ class _Selection:
 
     __slots__ = ("crawl_delay", "rules", "user_agents")
 
-    def __init__(self, groups: list[_Group]) -> None:
-        self.rules = RuleSet(rule for group in groups for rule in group.rules)
-        self.user_agents = tuple(dict.fromkeys(agent for group in groups for agent in group.agents))
+    def __init__(
+        self, groups: list[_Group], allows: dict[int, bytes], disallows: dict[int, bytes]
+    ) -> None:
+        sources: list[RuleSource] = []
+        for group in groups:
+            sources.append((allows, *group.allows))
+            sources.append((disallows, *group.disallows))
+        self.rules = RuleSet(allows, disallows, sources)
+        self.user_agents = tuple(
+            dict.fromkeys(
+                agent.decode("utf-8", "replace") for group in groups for agent in group.agents
+            )
+        )
         self.crawl_delay: float | None = None
         for group in groups:
             for value in group.crawl_delays:
@@ -107,25 +141,25 @@ class _Selection:
                     return
 
 
+_NOTHING_APPLIES = _Selection([], {}, {})
+
+
 class RobotsTxt:
     """The rules of one robots.txt file, as RFC 9309 reads them."""
 
-    __slots__ = ("_by_token", "_groups", "_selections", "sitemaps")
+    __slots__ = ("_allows", "_by_token", "_disallows", "_groups", "_selections", "sitemaps")
 
-    def __init__(self, groups: list[_Group], sitemaps: list[str]) -> None:
-        self._groups = groups
-        #: Lower-cased product token (or ``*``) -> indexes of the groups naming it.
-        self._by_token: dict[str, list[int]] = {}
-        for index, group in enumerate(groups):
-            for agent in group.agents:
-                token = group_token(agent)
-                if token:
-                    indexes = self._by_token.setdefault(token, [])
-                    if not indexes or indexes[-1] != index:
-                        indexes.append(index)
-        self._selections: dict[str, _Selection | None] = {}
+    def __init__(self, builder: _GroupBuilder) -> None:
+        builder.finish()
+        self._groups = builder.groups
+        self._allows = builder.allows
+        self._disallows = builder.disallows
+        #: Lower-cased product token -> what applies to it; filled on demand.
+        self._by_token: dict[str, _Selection] = {}
+        #: The same, keyed by the user_agent string exactly as callers pass it.
+        self._selections: dict[str, _Selection] = {}
         #: Every ``Sitemap:`` value, in file order, wherever it appeared.
-        self.sitemaps = sitemaps
+        self.sitemaps = builder.sitemaps
 
     @classmethod
     def parse(cls, body: bytes | str, max_size: int = MIN_MAX_SIZE) -> RobotsTxt:
@@ -143,19 +177,22 @@ class RobotsTxt:
             body = body.encode("utf-8", "surrogateescape")
         builder = _GroupBuilder()
         tokenize(body, builder, max_size)
-        return cls(builder.groups, builder.sitemaps)
+        return cls(builder)
 
-    def _select(self, user_agent: str) -> _Selection | None:
+    def _select(self, user_agent: str) -> _Selection:
+        """Find (and cache) the merged groups that apply to ``user_agent`` (RFC 9309 2.2.1)."""
         token = crawler_token(user_agent)
-        try:
-            return self._selections[token]
-        except KeyError:
-            pass
-        indexes = self._by_token.get(token) if token != GLOBAL_TOKEN else None
-        if indexes is None:
-            indexes = self._by_token.get(GLOBAL_TOKEN)
-        selection = None if indexes is None else _Selection([self._groups[i] for i in indexes])
-        self._selections[token] = selection
+        selection = self._by_token.get(token)
+        if selection is None:
+            groups = [group for group in self._groups if group.names(token)]
+            if not groups or token == GLOBAL_TOKEN:
+                groups = [group for group in self._groups if group.names(GLOBAL_TOKEN)]
+            if groups:
+                selection = _Selection(groups, self._allows, self._disallows)
+            else:
+                selection = _NOTHING_APPLIES
+            self._by_token[token] = selection
+        self._selections[user_agent] = selection
         return selection
 
     def explain(self, url: str, user_agent: str) -> Decision:
@@ -163,9 +200,7 @@ class RobotsTxt:
         path = normalise_text(path_and_query(url))
         if path == _ROBOTS_TXT_PATH:
             return Decision(True)
-        selection = self._select(user_agent)
-        if selection is None:
-            return Decision(True)
+        selection = self._selections.get(user_agent) or self._select(user_agent)
         rule = selection.rules.decide(path)
         if rule is None:
             return Decision(True, user_agents=selection.user_agents)
@@ -176,13 +211,11 @@ class RobotsTxt:
         path = normalise_text(path_and_query(url))
         if path == _ROBOTS_TXT_PATH:
             return True
-        selection = self._select(user_agent)
-        if selection is None:
-            return True
+        selection = self._selections.get(user_agent) or self._select(user_agent)
         rule = selection.rules.decide(path)
         return rule is None or rule.allow
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """Return the ``Crawl-delay`` of the group that applies to ``user_agent``, in seconds."""
-        selection = self._select(user_agent)
-        return None if selection is None else selection.crawl_delay
+        selection = self._selections.get(user_agent) or self._select(user_agent)
+        return selection.crawl_delay

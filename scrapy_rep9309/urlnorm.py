@@ -13,14 +13,15 @@ import re
 #: Characters RFC 3986 lets a URL carry as they are; ``*`` and ``$`` are left out on
 #: purpose because they mean something in patterns, so in URLs they become ``%2A`` and
 #: ``%24`` (and a pattern's ``%2A`` then matches a URL's literal ``*``).
-_KEEP_AS_IS = "A-Za-z0-9\\-._~:/?#\\[\\]@!&'()+,;="
+KEPT_AS_IS = "A-Za-z0-9\\-._~:/?#\\[\\]@!&'()+,;="
 
-_NEEDS_NORMALISING = re.compile(f"[^{_KEEP_AS_IS}]")
-_ESCAPE_OR_UNSAFE_OCTET = re.compile(f"%([0-9A-Fa-f]{{2}})|[^{_KEEP_AS_IS}]".encode("ascii"))
+_NEEDS_NORMALISING = re.compile(f"[^{KEPT_AS_IS}]")
+_ESCAPE_OR_UNSAFE_OCTET = re.compile(f"%([0-9A-Fa-f]{{2}})|[^{KEPT_AS_IS}]".encode("ascii"))
 _UNRESERVED_OCTETS = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 )
 _PATH_START = re.compile("[/?;]")
+_AUTHORITY_END = re.compile("[/?;#]")
 
 
 def _normalise_match(match: re.Match[bytes]) -> bytes:
@@ -50,6 +51,23 @@ def normalise_text(text: str) -> str:
     return normalise_octets(text.encode("utf-8", "surrogateescape"))
 
 
+def _http_path_start(url: str) -> int:
+    """Where the path of an ``http[s]://host/...`` URL starts; -1 for any other shape."""
+    if url.startswith("https://"):
+        authority_start = 8
+    elif url.startswith("http://"):
+        authority_start = 7
+    else:
+        return -1
+    slash = url.find("/", authority_start)
+    if slash < 0:
+        return -1
+    authority = url[authority_start:slash]
+    if "?" in authority or ";" in authority or "#" in authority:
+        return -1
+    return slash
+
+
 def path_and_query(url: str) -> str:
     """Return the path, parameters and query of ``url`` (no fragment), always starting with ``/``.
 
@@ -58,21 +76,18 @@ def path_and_query(url: str) -> str:
     octet of the path.
     """
     if url[:1] == "/" and url[1:2] != "/":
-        fragment = url.find("#")
-        return url if fragment < 0 else url[:fragment]
-    search_start = 2 if url[:2] == "//" else 0
-    early_path = _PATH_START.search(url, search_start)
-    scheme_end = url.find("://", search_start)
-    if scheme_end < 0 or (early_path is not None and early_path.start() < scheme_end):
-        authority_start = search_start
-    else:
-        authority_start = scheme_end + 3
-    path_start_match = _PATH_START.search(url, authority_start)
-    if path_start_match is None:
-        return "/"
-    path_start = path_start_match.start()
-    fragment = url.find("#", search_start)
-    if 0 <= fragment < path_start:
-        return "/"
-    path = url[path_start:] if fragment < 0 else url[path_start:fragment]
-    return path if path[0] == "/" else "/" + path
+        path_start = 0
+    elif (path_start := _http_path_start(url)) < 0:
+        search_start = 2 if url[:2] == "//" else 0
+        scheme_end = url.find("://", search_start)
+        if scheme_end >= 0:
+            early_path = _PATH_START.search(url, search_start, scheme_end)
+            authority_start = search_start if early_path is not None else scheme_end + 3
+        else:
+            authority_start = search_start
+        authority_end = _AUTHORITY_END.search(url, authority_start)
+        if authority_end is None or url[authority_end.start()] == "#":
+            return "/"
+        path_start = authority_end.start()
+    path = url[path_start:] if "#" not in url else url[path_start : url.index("#", path_start)]
+    return path if path[:1] == "/" else "/" + path

@@ -15,6 +15,7 @@ _COMPATIBLE = re.compile(r"\(\s*compatible\s*;\s*([A-Za-z_-]+)", re.IGNORECASE)
 _LEADING_PRODUCT = re.compile(r"\s*([A-Za-z_-]+)(?:/|\s*\(|$)")
 
 GLOBAL_TOKEN = "*"
+_ASCII_WHITESPACE = " \t\n\v\f\r"
 
 
 def group_token(value: str) -> str:
@@ -25,7 +26,7 @@ def group_token(value: str) -> str:
     followed by whitespace names the global group. A value with no token gives ``""``,
     which no crawler matches.
     """
-    if value[:1] == "*" and (len(value) == 1 or value[1].isspace()):
+    if value[:1] == "*" and (len(value) == 1 or value[1] in _ASCII_WHITESPACE):
         return GLOBAL_TOKEN
     match = _TOKEN.match(value)
     return match.group(0).lower() if match else ""
