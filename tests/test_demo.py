@@ -81,6 +81,7 @@ def test_demo_table_with_this_plugin(rep9309_run: CompletedProcess[str]) -> None
     for site, row in rows.items():
         assert int(row["deferred"]) >= 1, site
         assert row["released"] == row["deferred"], site
+        assert row["failed"] == "0", site
     assert_pages_match_servers(stdout)
 
 

@@ -9,7 +9,11 @@ from demo_project.localweb import DemoWeb
 
 @dataclass(frozen=True)
 class OriginRow:
-    """What happened to one origin during the crawl (numbers as text; "-" = not observable)."""
+    """What happened to one origin during the crawl (numbers as text; "-" = not observable).
+
+    ``failed``: requests whose errback got anything but "Forbidden by robots.txt"
+    (e.g. held too long for an unreachable robots.txt): nothing goes uncounted.
+    """
 
     site: str
     origin: str
@@ -18,6 +22,7 @@ class OriginRow:
     forbidden: str
     deferred: str
     released: str
+    failed: str
 
 
 HEADINGS = OriginRow(
@@ -28,8 +33,9 @@ HEADINGS = OriginRow(
     forbidden="forbidden",
     deferred="deferred",
     released="released",
+    failed="failed",
 )
-NUMERIC = {"pages", "forbidden", "deferred", "released"}
+NUMERIC = {"pages", "forbidden", "deferred", "released", "failed"}
 
 
 def render_table(rows: list[OriginRow]) -> str:

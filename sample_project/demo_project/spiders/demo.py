@@ -116,6 +116,7 @@ class DemoSpider(Spider):
             forbidden=str(self.forbidden[origin]),
             deferred=deferred,
             released=released,
+            failed=str(self.failed[origin]),
         )
 
     def _robots_handler(self) -> tuple[str, dict[str, Any] | None]:
