@@ -64,19 +64,22 @@ def normalise(text: str, *, is_pattern: bool) -> str:
 
 
 def path_and_query(url: str) -> str:
-    """The part of an absolute URL (or of a path) that robots.txt rules are matched to."""
+    """The part of an absolute URL (or of a path) that robots.txt rules are matched to.
+
+    A leading ``//`` starts an authority (RFC 3986 4.2, a network-path reference), so
+    ``//a/b`` means path ``/b``.
+    """
     url = url.split("#", 1)[0]
     scheme_end = url.find("://")
-    if scheme_end != -1 and not any(char in url[:scheme_end] for char in "/?"):
-        after_authority = url[scheme_end + 3 :]
-        cut = min(
-            (i for i in (after_authority.find("/"), after_authority.find("?")) if i >= 0),
-            default=len(after_authority),
-        )
-        url = after_authority[cut:]
-    if not url.startswith("/"):
-        url = "/" + url
-    return url
+    if url.startswith("//"):
+        authority_and_rest = url[2:]
+    elif scheme_end != -1 and not any(char in url[:scheme_end] for char in "/?"):
+        authority_and_rest = url[scheme_end + 3 :]
+    else:
+        return url if url.startswith("/") else "/" + url
+    cuts = [i for i in (authority_and_rest.find("/"), authority_and_rest.find("?")) if i >= 0]
+    path = authority_and_rest[min(cuts) :] if cuts else ""
+    return path if path.startswith("/") else "/" + path
 
 
 def glob_matches(pattern: str, path: str) -> bool:

@@ -317,6 +317,14 @@ def test_garbage_bytes_parse_and_answer(body: bytes) -> None:
     assert rules.crawl_delay("anybot") is None or isinstance(rules.crawl_delay("anybot"), float)
 
 
+def test_a_str_body_with_a_lone_surrogate_never_raises() -> None:
+    # A Python str may hold code points UTF-8 cannot encode (lone surrogates, e.g. from
+    # careless decoding); "never raises on content" includes such a str.
+    rules = RobotsTxt.parse("User-agent: *\nDisallow: /x\ud800y\nDisallow: /z\n")
+    assert rules.allowed(f"{URL}/z", "anybot") is False
+    assert rules.allowed(f"{URL}/a", "anybot") is True
+
+
 def test_an_over_long_line_is_truncated_and_the_next_line_still_counts() -> None:
     # Google truncates each line to 2083 * 8 - 1 = 16663 bytes and ignores the rest of it.
     kept = 2083 * 8 - 1 - len(b"Disallow: ")

@@ -1,0 +1,242 @@
+"""Property tests: the package's matcher against a deliberately simple reference.
+
+The reference (``_reference_matcher``) normalises percent-encoding octet by octet and
+matches globs with a full dynamic-programming table, so it is slow and easy to check by
+eye. Generated rules and URLs use a small alphabet chosen to hit the tricky parts of RFC
+9309 2.2.2/2.2.3: ``*``, ``$``, ``/``, ``?``, ``=``, letters, unreserved and reserved
+percent escapes, ``%2A``/``%24`` and a non-ASCII character in raw and encoded forms.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _reference_matcher import Rule, decide, glob_matches, normalise, split_lines
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scrapy_rep9309 import Decision, RobotsTxt
+
+PROPERTY_SETTINGS = settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+# Pieces of patterns and of URLs. "$" appears in patterns only as the final anchor (what
+# a "$" elsewhere in a pattern means is not settled by RFC 9309); in URLs it is an
+# ordinary character, like "*".
+COMMON_PIECES = [
+    "/",
+    "a",
+    "b",
+    "?",
+    "=",
+    "~",
+    "%61",
+    "%7E",
+    "%2F",
+    "%2f",
+    "%2A",
+    "%24",
+    "é",
+    "%C3%A9",
+    "%c3%a9",
+]
+PATTERN_PIECES = [*COMMON_PIECES, "*", "*", "*"]
+URL_PIECES = [*COMMON_PIECES, "*", "$", "a", "b", "/"]
+
+patterns = st.builds(
+    lambda head, pieces, anchored: head + "".join(pieces) + ("$" if anchored else ""),
+    st.sampled_from(["/", "*", "/a", "/*"]),
+    st.lists(st.sampled_from(PATTERN_PIECES), max_size=6),
+    st.booleans(),
+)
+url_paths = st.builds(
+    lambda pieces: "/" + "".join(pieces), st.lists(st.sampled_from(URL_PIECES), max_size=10)
+)
+rule_lists = st.lists(st.tuples(st.booleans(), patterns), min_size=1, max_size=6)
+
+
+def robots_body(rules: list[tuple[bool, str]]) -> tuple[bytes, list[Rule]]:
+    """A one-group robots.txt for ``rules``; the rule of line n is ``reference[n - 2]``."""
+    reference = [Rule(allow, pattern, line) for line, (allow, pattern) in enumerate(rules, start=2)]
+    text = "User-agent: *\n" + "".join(f"{rule.text}\n" for rule in reference)
+    return text.encode("utf-8"), reference
+
+
+@PROPERTY_SETTINGS
+@given(rule_lists, url_paths)
+def test_allowed_agrees_with_the_reference_matcher(
+    rules: list[tuple[bool, str]], path: str
+) -> None:
+    body, reference = robots_body(rules)
+    url = f"https://example.com{path}"
+    expected = decide(reference, url)
+    parsed = RobotsTxt.parse(body)
+    assert parsed.allowed(url, "anybot") is expected.allowed
+    if not path.startswith("//"):  # "//x" alone would be a network-path reference
+        assert parsed.allowed(path, "anybot") is expected.allowed
+
+
+@PROPERTY_SETTINGS
+@given(rule_lists, url_paths)
+def test_explain_names_a_winning_rule(rules: list[tuple[bool, str]], path: str) -> None:
+    body, reference = robots_body(rules)
+    url = f"https://example.com{path}"
+    expected = decide(reference, url)
+    decision = RobotsTxt.parse(body).explain(url, "anybot")
+    assert decision.allowed is expected.allowed
+    assert decision.user_agents == ("*",)
+    if not expected.winners:
+        assert (decision.rule, decision.line) == (None, None)
+        return
+    # Several rules can tie; the one reported must be one of them, from its own line.
+    assert decision.line in {rule.line for rule in expected.winners}
+    winner = reference[decision.line - 2]
+    assert decision.rule is not None
+    assert decision.rule.split(":", 1)[0] == ("Allow" if winner.allow else "Disallow")
+
+
+@PROPERTY_SETTINGS
+@given(rule_lists, url_paths, st.sampled_from(["\n", "\r", "\r\n"]))
+def test_line_endings_and_key_case_do_not_change_decisions(
+    rules: list[tuple[bool, str]], path: str, newline: str
+) -> None:
+    body, _ = robots_body(rules)
+    url = f"https://example.com{path}"
+    baseline = RobotsTxt.parse(body).explain(url, "anybot")
+    text = body.decode("utf-8")
+    variant = text.replace("\n", newline).replace("User-agent", "USER-AGENT")
+    variant = variant.replace("Disallow:", "disallow :").replace("Allow:", "ALLOW\t:")
+    assert RobotsTxt.parse(variant.encode("utf-8")).explain(url, "anybot") == baseline
+
+
+@PROPERTY_SETTINGS
+@given(
+    rule_lists,
+    url_paths,
+    st.sampled_from(["Sitemap: https://x/s.xml", "Crawl-delay: 3", "Foo: bar", "# note", ""]),
+)
+def test_other_records_between_rules_change_nothing_but_line_numbers(
+    rules: list[tuple[bool, str]], path: str, other: str
+) -> None:
+    body, reference = robots_body(rules)
+    lines = body.decode("utf-8").splitlines()
+    interleaved = [lines[0]] + [piece for line in lines[1:] for piece in (other, line)]
+    url = f"https://example.com{path}"
+    decision = RobotsTxt.parse("\n".join(interleaved)).explain(url, "anybot")
+    assert decision.allowed is decide(reference, url).allowed
+
+
+@PROPERTY_SETTINGS
+@given(patterns, url_paths)
+def test_a_single_disallow_matches_exactly_when_the_reference_glob_does(
+    pattern: str, path: str
+) -> None:
+    matched = glob_matches(normalise(pattern, is_pattern=True), normalise(path, is_pattern=False))
+    rules = RobotsTxt.parse(f"User-agent: *\nDisallow: {pattern}\n".encode())
+    assert rules.allowed(f"https://example.com{path}", "anybot") is (not matched)
+
+
+# --- robustness ----------------------------------------------------------------------------
+
+agents = st.sampled_from(["anybot", "Googlebot", "Mozilla/5.0 (compatible; X/1)", "", "*", "ツ"])
+# Lone surrogates are left out of generated text: a str holding one cannot be encoded at
+# all, which test_parsing.py covers with an explicit example.
+text_pieces = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+urls = st.one_of(
+    st.just(""),
+    text_pieces,
+    st.builds(lambda tail: "https://example.com/" + tail, text_pieces),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=3000), urls, agents)
+def test_random_bytes_never_raise(body: bytes, url: str, agent: str) -> None:
+    rules = RobotsTxt.parse(body)
+    decision = rules.explain(url, agent)
+    assert isinstance(decision, Decision)
+    assert rules.allowed(url, agent) is decision.allowed
+    assert (decision.rule is None) == (decision.line is None)
+    assert isinstance(rules.sitemaps, list)
+    delay = rules.crawl_delay(agent)
+    assert delay is None or isinstance(delay, float)
+
+
+KEYS = [
+    "User-agent",
+    "useragent",
+    "Disallow",
+    "disalow",
+    "Allow",
+    "Sitemap",
+    "Crawl-delay",
+    "Junk",
+    "",
+]
+robots_like_lines = st.builds(
+    lambda key, sep, value, comment: f"{key}{sep}{value}{comment}",
+    st.sampled_from(KEYS),
+    st.sampled_from([":", ": ", " ", "\t:", ""]),
+    st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=30),
+    st.sampled_from(["", " # c", "#"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(robots_like_lines, max_size=30), st.sampled_from(["\n", "\r", "\r\n"]), urls, agents
+)
+def test_robots_like_text_never_raises_and_lines_exist(
+    lines: list[str], newline: str, url: str, agent: str
+) -> None:
+    body = newline.join(lines)
+    rules = RobotsTxt.parse(body)
+    decision = rules.explain(url, agent)
+    if decision.line is not None:
+        assert 1 <= decision.line <= len(split_lines(body))
+        assert decision.rule is not None
+        assert decision.rule.split(":", 1)[0] in ("Allow", "Disallow")
+
+
+# --- adversarial patterns: correctness where backtracking would explode -------------------
+
+
+@pytest.mark.timeout(60)
+def test_many_star_patterns_against_a_long_url() -> None:
+    pattern = "/" + "*a" * 10 + "*b$"
+    rules = "".join(f"Disallow: {pattern.replace('b$', f'b{i}$')}\n" for i in range(999))
+    body = f"User-agent: *\n{rules}Disallow: {pattern}\n".encode()
+    parsed = RobotsTxt.parse(body)
+    long_a = "/" + "a" * 2048
+    assert parsed.allowed(long_a, "anybot") is True
+    assert parsed.allowed(long_a + "b", "anybot") is False
+    assert parsed.explain(long_a + "b", "anybot").line == 1001
+    assert parsed.allowed(long_a + "b7", "anybot") is False
+    assert parsed.allowed(long_a + "ba", "anybot") is True
+
+
+@pytest.mark.timeout(60)
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=30),
+    st.integers(min_value=0, max_value=1500),
+    st.sampled_from(["", "b", "ab", "ba"]),
+    st.booleans(),
+)
+def test_star_heavy_patterns_agree_with_the_reference(
+    stars: int, length: int, suffix: str, anchored: bool
+) -> None:
+    pattern = "/" + "*a" * stars + "*b" + ("$" if anchored else "")
+    path = "/" + "a" * length + suffix
+    expected = glob_matches(pattern, path)
+    rules = RobotsTxt.parse(f"User-agent: *\nDisallow: {pattern}\n".encode())
+    assert rules.allowed(path, "anybot") is (not expected)
+
+
+@pytest.mark.timeout(60)
+def test_huge_number_of_lines_parses() -> None:
+    body = b"User-agent: *\n" + b"Disallow: /x*y*z\n" * 20000 + b"Allow: /x*y*z/ok\n"
+    parsed = RobotsTxt.parse(body)
+    assert parsed.allowed("/x" + "y" * 3000 + "z", "anybot") is False
+    assert parsed.allowed("/x" + "y" * 3000, "anybot") is True
+    assert parsed.explain("/xyz/ok", "anybot").line == 20002
