@@ -41,23 +41,20 @@ EXIT_FAILED = 2
 PROGRESS_INTERVAL = 5.0
 
 
-def crawl_user_agent(settings: BaseSettings) -> str:
+def crawl_user_agent(settings: BaseSettings, spider: Spider | None = None) -> str:
     """The User-Agent robots.txt is obeyed for, chosen as the middleware chooses it.
 
-    ``ROBOTSTXT_USER_AGENT``, else ``DEFAULT_REQUEST_HEADERS["User-Agent"]``, else
-    ``USER_AGENT`` (a request's own header is not known before it exists).
+    ``ROBOTSTXT_USER_AGENT``, else ``DEFAULT_REQUEST_HEADERS["User-Agent"]``, else the
+    spider's ``user_agent`` attribute, else ``USER_AGENT`` (the order in which Scrapy's
+    header middlewares would set it; a request's own header does not exist here).
     """
     configured = settings.get("ROBOTSTXT_USER_AGENT")
     if configured:
         return str(configured)
-    headers = {
-        str(key).lower(): value
-        for key, value in settings.getdict("DEFAULT_REQUEST_HEADERS").items()
-    }
-    header = headers.get("user-agent")
-    if header:
-        return header.decode("latin-1") if isinstance(header, bytes) else str(header)
-    return str(settings.get("USER_AGENT") or "Scrapy")
+    for name, value in settings.getdict("DEFAULT_REQUEST_HEADERS").items():
+        if str(name).lower() == "user-agent" and value:
+            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+    return str(getattr(spider, "user_agent", None) or settings.get("USER_AGENT") or "Scrapy")
 
 
 class OriginFetches:
@@ -173,7 +170,7 @@ class Command(ScrapyCommand):
     def _report(
         self, fetches: OriginFetches, origins: dict[Origin, list[str]], user_agent: str | None
     ) -> int:
-        agent = user_agent or crawl_user_agent(fetches.crawler.settings)
+        agent = user_agent or crawl_user_agent(fetches.crawler.settings, fetches.crawler.spider)
         verdicts: list[Verdict] = []
         blocks: list[str] = []
         for origin, urls in origins.items():
