@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scrapy_rep9309.matcher import RuleSet, RuleSource
 from scrapy_rep9309.parser import MIN_MAX_SIZE, tokenize
-from scrapy_rep9309.urlnorm import normalise_text, path_and_query
+from scrapy_rep9309.urlnorm import normalise_text, path_and_query, utf8_octets
 from scrapy_rep9309.useragent import GLOBAL_TOKEN, crawler_token, group_token
 
 _ROBOTS_TXT_PATH = "/robots.txt"
@@ -174,7 +174,7 @@ class RobotsTxt:
                 f"got {max_size}"
             )
         if isinstance(body, str):
-            body = body.encode("utf-8", "surrogateescape")
+            body = utf8_octets(body)
         builder = _GroupBuilder()
         tokenize(body, builder, max_size)
         return cls(builder)
@@ -184,7 +184,7 @@ class RobotsTxt:
         token = crawler_token(user_agent)
         selection = self._by_token.get(token)
         if selection is None:
-            groups = [group for group in self._groups if group.names(token)]
+            groups = [group for group in self._groups if token and group.names(token)]
             if not groups or token == GLOBAL_TOKEN:
                 groups = [group for group in self._groups if group.names(GLOBAL_TOKEN)]
             if groups:

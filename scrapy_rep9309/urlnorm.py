@@ -48,7 +48,19 @@ def normalise_text(text: str) -> str:
     """Like :func:`normalise_octets` for text, with a fast path for already-clean strings."""
     if _NEEDS_NORMALISING.search(text) is None:
         return text
-    return normalise_octets(text.encode("utf-8", "surrogateescape"))
+    return normalise_octets(utf8_octets(text))
+
+
+def utf8_octets(text: str) -> bytes:
+    """Encode ``text`` as UTF-8 without ever failing.
+
+    Surrogate escapes (from ``bytes.decode(..., "surrogateescape")``) give back their
+    original octets; any other lone surrogate is encoded as its three (invalid) octets.
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def _http_path_start(url: str) -> int:

@@ -11,7 +11,7 @@ import re
 
 #: What RFC 9309 and Google's library accept in a product token.
 _TOKEN = re.compile(r"[A-Za-z_-]*")
-_COMPATIBLE = re.compile(r"\(\s*compatible\s*;\s*([A-Za-z_-]+)", re.IGNORECASE)
+_COMPATIBLE = re.compile(r"[(;]\s*compatible\s*;\s*([A-Za-z_-]+)", re.IGNORECASE)
 _LEADING_PRODUCT = re.compile(r"\s*([A-Za-z_-]+)(?:/|\s*\(|$)")
 
 GLOBAL_TOKEN = "*"
@@ -37,9 +37,10 @@ def crawler_token(user_agent: str) -> str:
 
     The rule, in order:
 
-    1. a parenthesised comment containing ``compatible;`` names the token right after it
-       (``Mozilla/5.0 (compatible; MyBot/1.0; +https://x)`` -> ``mybot``, and Googlebot's
-       long UA -> ``googlebot``);
+    1. an item ``compatible;`` in a parenthesised comment (first or not) names the token
+       right after it (``Mozilla/5.0 (compatible; MyBot/1.0; +https://x)`` -> ``mybot``,
+       and Googlebot's UAs, ``(KHTML, like Gecko; compatible; Googlebot/2.1; ...)``, ->
+       ``googlebot``);
     2. otherwise a leading product ``Token/version`` or ``Token (comment)`` gives its
        token (``MyBot/1.0 (+https://x)`` -> ``mybot``), and so does a bare token
        (``MyBot``);
