@@ -33,10 +33,12 @@ class Addon:
             replace("DOWNLOADER_MIDDLEWARES", builtin, RobotsTxtMiddleware)
         else:
             priority = settings.getwithbase("DOWNLOADER_MIDDLEWARES").get(BUILTIN_MIDDLEWARE)
-            settings["DOWNLOADER_MIDDLEWARES"][BUILTIN_MIDDLEWARE] = None
             settings["DOWNLOADER_MIDDLEWARES"][RobotsTxtMiddleware] = (
                 DEFAULT_PRIORITY if priority is None else priority
             )
+        # DOWNLOADER_MIDDLEWARES_BASE lists the built-in by import path: only a
+        # None under that same path disables it.
+        settings["DOWNLOADER_MIDDLEWARES"][BUILTIN_MIDDLEWARE] = None
         settings.set("ROBOTSTXT_OBEY", True, priority="addon")
 
 

@@ -1,0 +1,162 @@
+"""Header parsing and the record lifecycle behind each fetch outcome (no network)."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+import pytest
+
+from scrapy_rep9309.cachecontrol import CacheDirectives, parse_cache_control, parse_retry_after
+from scrapy_rep9309.fetch import FetchResult
+from scrapy_rep9309.origin import Origin
+from scrapy_rep9309.settings import Rep9309Settings
+from scrapy_rep9309.state import (
+    AVAILABLE,
+    NO_REUSE_TTL,
+    UNAVAILABLE,
+    UNREACHABLE,
+    cache_lifetime,
+    record_after_fetch,
+    retry_delay,
+)
+
+NOW = 1_700_000_000.0
+ORIGIN = Origin("https", "a.com", 443)
+SETTINGS = Rep9309Settings(
+    cache_ttl=1000, retry_delay=10, retry_max_delay=50, stale_ttl=500, defer_timeout=100
+)
+
+
+def _result(outcome: str, status: int | None = 200, **kwargs: object) -> FetchResult:
+    body = b"User-agent: *\nDisallow: /x\n" if outcome == AVAILABLE else b""
+    return FetchResult(ORIGIN, outcome, status, body, (), ORIGIN.robots_url, **kwargs)  # type: ignore[arg-type]
+
+
+# -- Retry-After ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("120", 120.0),
+        (b"0", 0.0),
+        (" 7 ", 7.0),
+        (formatdate(NOW + 90, usegmt=True), 90.0),
+        (formatdate(NOW - 90, usegmt=True), 0.0),
+        (None, None),
+        ("", None),
+        ("-5", None),
+        ("1.5", None),
+        ("soon", None),
+        ("Mon, 99 Foo 2024 99:99:99 GMT", None),
+        ("\u0661\u0662", None),
+    ],
+)
+def test_retry_after(value: str | bytes | None, expected: float | None) -> None:
+    assert parse_retry_after(value, NOW) == expected
+
+
+# -- Cache-Control --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (None, CacheDirectives()),
+        ("max-age=300", CacheDirectives(max_age=300)),
+        (b"public, MAX-AGE=60", CacheDirectives(max_age=60)),
+        ('max-age="30"', CacheDirectives(max_age=30)),
+        (["max-age=300", "max-age=100"], CacheDirectives(max_age=100)),
+        ("no-store", CacheDirectives(no_store=True)),
+        ("no-cache", CacheDirectives(no_store=True)),
+        ("private, max-age=0", CacheDirectives(max_age=0)),
+        ("max-age=abc, max-age=-1, max-age=", CacheDirectives()),
+        ("s-maxage=10", CacheDirectives()),
+    ],
+)
+def test_cache_control(values: object, expected: CacheDirectives) -> None:
+    assert parse_cache_control(values) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("max_age", "no_store", "expected"),
+    [
+        (None, False, 1000),
+        (300, False, 300),
+        (5000, False, 1000),
+        (1, False, 1),
+        (0, False, NO_REUSE_TTL),
+        (None, True, NO_REUSE_TTL),
+        (300, True, NO_REUSE_TTL),
+    ],
+)
+def test_cache_lifetime_only_shortens(
+    max_age: float | None, no_store: bool, expected: float
+) -> None:
+    result = _result(AVAILABLE, max_age=max_age, no_store=no_store)
+    assert cache_lifetime(result, SETTINGS) == expected
+
+
+def test_no_store_never_lengthens_a_short_ttl() -> None:
+    settings = Rep9309Settings(cache_ttl=5)
+    assert cache_lifetime(_result(AVAILABLE, no_store=True), settings) == 5
+
+
+# -- backoff --------------------------------------------------------------------
+
+
+def test_backoff_doubles_up_to_the_cap() -> None:
+    assert [retry_delay(n, None, SETTINGS) for n in range(1, 6)] == [10, 20, 40, 50, 50]
+    assert retry_delay(10_000, None, SETTINGS) == 50
+
+
+def test_retry_after_longer_than_the_backoff_wins() -> None:
+    assert retry_delay(1, 300, SETTINGS) == 300
+    assert retry_delay(3, 5, SETTINGS) == 40
+
+
+# -- record lifecycle -------------------------------------------------------------
+
+
+def test_available_record_is_fresh_for_the_ttl() -> None:
+    record = record_after_fetch(None, _result(AVAILABLE), SETTINGS, NOW)
+    assert record.outcome == AVAILABLE
+    assert record.is_usable(NOW + 999, SETTINGS.stale_ttl)
+    assert not record.is_usable(NOW + 1000, SETTINGS.stale_ttl)
+
+
+def test_unavailable_record_allows_everything_and_stores_no_body() -> None:
+    record = record_after_fetch(None, _result(UNAVAILABLE, 404), SETTINGS, NOW)
+    assert (record.outcome, record.body, record.status) == (UNAVAILABLE, b"", 404)
+    assert record.is_usable(NOW, SETTINGS.stale_ttl)
+
+
+def test_unreachable_without_a_copy_is_never_usable() -> None:
+    first = record_after_fetch(None, _result(UNREACHABLE, 503), SETTINGS, NOW)
+    assert first.outcome == UNREACHABLE
+    assert (first.failures, first.retry_at) == (1, NOW + 10)
+    assert not first.is_usable(NOW, SETTINGS.stale_ttl)
+    second = record_after_fetch(first, _result(UNREACHABLE, None, error="x.Err"), SETTINGS, NOW)
+    assert (second.failures, second.retry_at, second.last_failure) == (2, NOW + 20, "x.Err")
+
+
+def test_failed_refresh_keeps_the_expired_copy_until_the_stale_limit() -> None:
+    fresh = record_after_fetch(None, _result(AVAILABLE), SETTINGS, NOW)
+    later = NOW + 1100  # expired 100 s ago
+    stale = record_after_fetch(fresh, _result(UNREACHABLE, 500), SETTINGS, later)
+    assert stale.body == fresh.body
+    assert stale.outcome == AVAILABLE
+    assert stale.last_failure == "HTTP 500"
+    assert stale.is_usable(later + 9, SETTINGS.stale_ttl)
+    assert not stale.is_usable(later + 10, SETTINGS.stale_ttl), "a retry is due"
+
+    too_late = NOW + 1000 + 500
+    gone = record_after_fetch(fresh, _result(UNREACHABLE, 500), SETTINGS, too_late)
+    assert gone.outcome == UNREACHABLE
+    assert not gone.is_usable(too_late, SETTINGS.stale_ttl)
+
+
+def test_answer_after_failures_resets_the_backoff() -> None:
+    failed = record_after_fetch(None, _result(UNREACHABLE, 429), SETTINGS, NOW)
+    recovered = record_after_fetch(failed, _result(AVAILABLE), SETTINGS, NOW + 10)
+    assert (recovered.failures, recovered.retry_at, recovered.last_failure) == (0, 0.0, None)

@@ -1,0 +1,170 @@
+"""Settings are validated once, at start-up, with messages naming the setting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import Settings
+
+from scrapy_rep9309.addon import Addon
+from scrapy_rep9309.middleware import RobotsTxtMiddleware
+from scrapy_rep9309.settings import (
+    BUILTIN_MIDDLEWARE,
+    Rep9309Settings,
+    SettingsError,
+    check_builtin_disabled,
+)
+
+
+def _read(**values: Any) -> Rep9309Settings:
+    return Rep9309Settings.from_settings(Settings({"ROBOTSTXT_OBEY": True, **values}))
+
+
+def test_defaults_match_the_readme() -> None:
+    settings = _read()
+    assert settings == Rep9309Settings(
+        user_agent=None,
+        cache_ttl=86400,
+        max_size=512000,
+        max_redirects=5,
+        retry_delay=60,
+        retry_max_delay=3600,
+        defer_timeout=3600,
+        stale_ttl=2592000,
+        cache_size=10000,
+        crawl_delay=False,
+        crawl_delay_max=60,
+    )
+
+
+@pytest.mark.parametrize("obey", [False, 0, "False", "0", None])
+def test_robotstxt_obey_off_means_not_configured(obey: Any) -> None:
+    with pytest.raises(NotConfigured):
+        Rep9309Settings.from_settings(Settings({"ROBOTSTXT_OBEY": obey}))
+
+
+def test_values_from_the_command_line_are_strings() -> None:
+    settings = _read(
+        REP9309_CACHE_TTL="0.5",
+        REP9309_MAX_SIZE="600000",
+        REP9309_CRAWL_DELAY="true",
+        ROBOTSTXT_USER_AGENT="  MyBot  ",
+    )
+    assert settings.cache_ttl == 0.5
+    assert settings.max_size == 600000
+    assert settings.crawl_delay is True
+    assert settings.user_agent == "MyBot"
+
+
+def test_float_durations_are_allowed() -> None:
+    settings = _read(REP9309_RETRY_DELAY=0.2, REP9309_RETRY_MAX_DELAY=0.4)
+    assert (settings.retry_delay, settings.retry_max_delay) == (0.2, 0.4)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("REP9309_CACHE_TTL", 0),
+        ("REP9309_CACHE_TTL", -1),
+        ("REP9309_CACHE_TTL", "soon"),
+        ("REP9309_CACHE_TTL", True),
+        ("REP9309_CACHE_TTL", float("inf")),
+        ("REP9309_CACHE_TTL", [1]),
+        ("REP9309_MAX_SIZE", 511999),
+        ("REP9309_MAX_SIZE", 600000.5),
+        ("REP9309_MAX_REDIRECTS", -1),
+        ("REP9309_MAX_REDIRECTS", 1.5),
+        ("REP9309_RETRY_DELAY", 0),
+        ("REP9309_DEFER_TIMEOUT", -5),
+        ("REP9309_STALE_TTL", -1),
+        ("REP9309_CACHE_SIZE", 0),
+        ("REP9309_CRAWL_DELAY", "maybe"),
+        ("REP9309_CRAWL_DELAY", 2),
+        ("REP9309_CRAWL_DELAY_MAX", -0.1),
+        ("ROBOTSTXT_USER_AGENT", 42),
+    ],
+)
+def test_invalid_value_names_the_setting(name: str, value: Any) -> None:
+    with pytest.raises(SettingsError, match=name):
+        _read(**{name: value})
+
+
+def test_max_size_message_names_the_minimum() -> None:
+    with pytest.raises(SettingsError, match="512000"):
+        _read(REP9309_MAX_SIZE=1000)
+
+
+def test_retry_max_delay_below_retry_delay() -> None:
+    with pytest.raises(SettingsError, match="REP9309_RETRY_MAX_DELAY"):
+        _read(REP9309_RETRY_DELAY=120, REP9309_RETRY_MAX_DELAY=60)
+
+
+def test_zero_stale_ttl_and_zero_redirects_are_valid() -> None:
+    settings = _read(REP9309_STALE_TTL=0, REP9309_MAX_REDIRECTS=0)
+    assert (settings.stale_ttl, settings.max_redirects) == (0, 0)
+
+
+def test_builtin_middleware_enabled_by_default_is_an_error() -> None:
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {"scrapy_rep9309.RobotsTxtMiddleware": 100}})
+    with pytest.raises(SettingsError) as info:
+        check_builtin_disabled(settings)
+    message = str(info.value)
+    assert f'"{BUILTIN_MIDDLEWARE}": None' in message
+    assert "scrapy_rep9309.Addon" in message
+
+
+def test_builtin_middleware_disabled_by_its_path() -> None:
+    settings = Settings(
+        {"DOWNLOADER_MIDDLEWARES": {BUILTIN_MIDDLEWARE: None, RobotsTxtMiddleware: 100}}
+    )
+    check_builtin_disabled(settings)
+
+
+def test_builtin_disabled_by_class_object_still_runs_and_is_reported() -> None:
+    """DOWNLOADER_MIDDLEWARES_BASE names it by path; a class key does not override that."""
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builtin
+
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {Builtin: None, RobotsTxtMiddleware: 100}})
+    with pytest.raises(SettingsError, match="still enabled"):
+        check_builtin_disabled(settings)
+
+
+def test_builtin_subclass_is_also_detected() -> None:
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builtin
+
+    class Custom(Builtin):
+        pass
+
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {BUILTIN_MIDDLEWARE: None, Custom: 700}})
+    with pytest.raises(SettingsError):
+        check_builtin_disabled(settings)
+
+
+def _enabled(settings: Settings) -> dict[Any, Any]:
+    return dict(settings.getwithbase("DOWNLOADER_MIDDLEWARES"))
+
+
+def test_addon_swaps_the_builtin_at_its_priority() -> None:
+    settings = Settings()
+    Addon().update_settings(settings)
+    enabled = _enabled(settings)
+    assert enabled[BUILTIN_MIDDLEWARE] is None
+    assert enabled[RobotsTxtMiddleware] == 100
+    assert settings.getbool("ROBOTSTXT_OBEY")
+    check_builtin_disabled(settings)
+
+
+def test_addon_takes_over_an_explicitly_enabled_builtin() -> None:
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {BUILTIN_MIDDLEWARE: 543}})
+    Addon().update_settings(settings)
+    assert settings.getdict("DOWNLOADER_MIDDLEWARES")[RobotsTxtMiddleware] == 543
+    check_builtin_disabled(settings)
+
+
+def test_addon_does_not_override_an_explicit_obey_false() -> None:
+    settings = Settings()
+    settings.set("ROBOTSTXT_OBEY", False, priority="project")
+    Addon().update_settings(settings)
+    assert not settings.getbool("ROBOTSTXT_OBEY")
