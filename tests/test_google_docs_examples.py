@@ -12,6 +12,17 @@ import pytest
 
 from scrapy_rep9309 import RobotsTxt
 
+# The page lists the same URLs for "/fish" and "/fish*".
+FISH_MATCHES = [
+    "/fish",
+    "/fish.html",
+    "/fish/salmon.html",
+    "/fishheads",
+    "/fishheads/yummy.html",
+    "/fish.php?id=anything",
+]
+FISH_NON_MATCHES = ["/Fish.asp", "/catfish", "/?id=fish", "/desert/fish"]
+
 # "URL matching based on path values": each path value with the URLs it matches and the
 # URLs it does not. Tested as the only rule of a "*" group, so matched = disallowed.
 PATH_TABLE: list[tuple[str, list[str], list[str]]] = [
@@ -23,31 +34,9 @@ PATH_TABLE: list[tuple[str, list[str], list[str]]] = [
     ("/$", ["/"], ["/fish", "/?q=1", "/index.html"]),
     # "/fish  Matches any path that starts with /fish. Note that the matching is
     # case-sensitive."
-    (
-        "/fish",
-        [
-            "/fish",
-            "/fish.html",
-            "/fish/salmon.html",
-            "/fishheads",
-            "/fishheads/yummy.html",
-            "/fish.php?id=anything",
-        ],
-        ["/Fish.asp", "/catfish", "/?id=fish", "/desert/fish"],
-    ),
-    # "/fish*  Equivalent to /fish. The trailing wildcard is ignored."
-    (
-        "/fish*",
-        [
-            "/fish",
-            "/fish.html",
-            "/fish/salmon.html",
-            "/fishheads",
-            "/fishheads/yummy.html",
-            "/fish.php?id=anything",
-        ],
-        ["/Fish.asp", "/catfish", "/?id=fish", "/desert/fish"],
-    ),
+    ("/fish", FISH_MATCHES, FISH_NON_MATCHES),
+    # "/fish*  Equivalent to /fish. The trailing wildcard is ignored." (Same table.)
+    ("/fish*", FISH_MATCHES, FISH_NON_MATCHES),
     # "/fish/  Matches anything in the /fish/ folder." (An older revision of the page
     # listed /animals/fish/ as a match, which contradicts matching from the first octet,
     # RFC 9309 2.2.2; Google's own library does not match it either.)
