@@ -20,6 +20,7 @@ from scrapy import Request, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
@@ -27,7 +28,7 @@ from twisted.python.failure import Failure
 from scrapy_rep9309.crawldelay import raise_slot_delay
 from scrapy_rep9309.fetch import FetchResult, fetch_robots_txt
 from scrapy_rep9309.holding import HeldRequests
-from scrapy_rep9309.origin import Origin
+from scrapy_rep9309.origin import Origin, origin_of_netloc
 from scrapy_rep9309.report import OriginReport, summary_line
 from scrapy_rep9309.robotstxt import RobotsTxt
 from scrapy_rep9309.scrapy_parser import RobotParser
@@ -244,7 +245,8 @@ class RobotsTxtMiddleware:
         return str(getattr(spider, "user_agent", None) or settings.get("USER_AGENT") or "")
 
     def _origin_of(self, request: Request) -> Origin | None:
-        origin = Origin.from_url(request.url)
+        parts = urlparse_cached(request)
+        origin = origin_of_netloc(parts.scheme, parts.netloc)
         if origin is None:
             self.stats.inc_value("robotstxt/invalid_origin")
         return origin

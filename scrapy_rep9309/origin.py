@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from functools import lru_cache
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -58,6 +59,14 @@ class Origin(NamedTuple):
         """The origin of an http(s) URL; None for other schemes or a bad host/port."""
         try:
             parts = urlsplit(url)
+        except ValueError:
+            return None
+        return origin_of_netloc(parts.scheme, parts.netloc)
+
+    @classmethod
+    def _from_netloc(cls, scheme: str, netloc: str) -> Origin | None:
+        try:
+            parts = urlsplit(f"{scheme}://{netloc}")
             port = parts.port
         except ValueError:
             return None
@@ -80,3 +89,9 @@ class Origin(NamedTuple):
         if self.port == DEFAULT_PORTS.get(self.scheme):
             return f"{self.scheme}://{self.host}"
         return f"{self.scheme}://{self.host}:{self.port}"
+
+
+@lru_cache(maxsize=4096)
+def origin_of_netloc(scheme: str, netloc: str) -> Origin | None:
+    """``Origin`` from a URL's scheme and netloc; cached, as a crawl meets few hosts often."""
+    return Origin._from_netloc(scheme, netloc)
