@@ -1,15 +1,20 @@
-"""Compiled allow/disallow patterns and the longest-match decision (RFC 9309 section 2.2.2-2.2.3).
+"""Allow/disallow patterns and the longest-match decision (RFC 9309 sections 2.2.2-2.2.3).
 
-No regular expression is ever built from a pattern: a pattern is split on ``*`` into
-literal pieces; the first piece must be a prefix of the path, the others are found
-left-most in order with ``str.find``, and a trailing ``$`` pins the last piece to the
-end of the path. Greedy left-most placement is exact for ``*``-only globs, and each
-match costs time linear in the path length.
+No regular expression is ever built from a pattern. A pattern with ``*`` or a final
+``$`` is split on ``*`` into literal pieces: the first must be a prefix of the path,
+the others are found left-most in order with ``str.find``, and a trailing ``$`` pins
+the last piece to the end of the path. Greedy left-most placement is exact for
+``*``-only globs, and each match costs time linear in the path length. A pattern
+without either (by far the most common) is a plain prefix, kept in a dict.
 
-For speed, rules are kept in buckets keyed by the first :data:`BUCKET_KEY_LENGTH`
-characters of their literal prefix, and a bucket is only normalised and compiled the
-first time a path needs it: a decision looks at one bucket plus the few rules whose
-literal prefix is shorter than the key (``/``, ``/*.php$``, ...).
+A match is described by its :data:`MatchKey` ``(octets, is_allow, -line)``: the best
+match is simply the largest key (longest pattern; allow wins a tie; then the earliest
+line), as RFC 9309 section 2.2.2 orders them.
+
+For speed, rules are filed in buckets by the first :data:`BUCKET_KEY_LENGTH` octets of
+their value, and a bucket is only normalised and compiled the first time a path with
+that start asks for a decision; values whose first octets are not already normalised
+(or hold ``*``/``$``) go to a "short" bucket that every decision consults.
 """
 
 from __future__ import annotations
@@ -20,33 +25,45 @@ from itertools import islice
 from scrapy_rep9309.urlnorm import KEPT_AS_IS, normalise_octets
 
 BUCKET_KEY_LENGTH = 4
+#: ``(pattern length in octets, is_allow, -line number)``: larger is better.
+MatchKey = tuple[int, bool, int]
+#: Where a group's rules are: a rule table (line number -> value) and a slice of it.
+RuleSource = tuple[dict[int, bytes], int, int]
+
 _NOT_KEPT_AS_IS = re.compile(f"[^{KEPT_AS_IS}]".encode("ascii"))
 _NOT_KEPT_EXCEPT_STAR = re.compile(f"[^*{KEPT_AS_IS}]".encode("ascii"))
+_NOT_KEPT_OR_NEWLINE = re.compile(f"[^\\n{KEPT_AS_IS}]".encode("ascii"))
 _KEPT_OCTETS = bytes(octet for octet in range(128) if not _NOT_KEPT_AS_IS.match(bytes((octet,))))
 
 
-class CompiledRule:
-    """One allow/disallow pattern, normalised and split for matching."""
+class WildcardRule:
+    """A pattern with ``*`` or a final ``$`` (or one that normalises to a plain prefix)."""
 
-    __slots__ = ("allow", "anchored", "first", "last", "line", "middle", "priority", "value")
+    __slots__ = ("anchored", "first", "key", "last", "middle")
 
-    def __init__(self, allow: bool, value: bytes, line: int, pattern: bytes) -> None:
-        self.allow = allow
-        self.value = value
-        self.line = line
+    def __init__(self, allow: bool, line: int, pattern: bytes) -> None:
         self.anchored = pattern.endswith(b"$")
         if self.anchored:
             pattern = pattern[:-1]
-        if _NOT_KEPT_EXCEPT_STAR.search(pattern) is None:  # the usual case: nothing to normalise
+        if _NOT_KEPT_EXCEPT_STAR.search(pattern) is None:
             pieces = pattern.decode("ascii").split("*")
         else:
             pieces = [normalise_octets(piece) for piece in pattern.split(b"*")]
         self.first = pieces[0]
         self.middle = tuple(pieces[1:-1])
         self.last: str | None = pieces[-1] if len(pieces) > 1 else None
-        #: RFC 9309: the most specific match is the one with the most octets; a pattern's
-        #: length counts its ``*`` and ``$`` too, as in Google's library.
-        self.priority = sum(map(len, pieces)) + len(pieces) - 1 + self.anchored
+        #: RFC 9309: the most specific match has the most octets; like Google's library,
+        #: a pattern's ``*`` and ``$`` count too.
+        priority = sum(map(len, pieces)) + len(pieces) - 1 + self.anchored
+        self.key: MatchKey = (priority, allow, -line)
+
+    @property
+    def is_plain_prefix(self) -> bool:
+        return self.last is None and not self.anchored
+
+    def needle(self) -> str:
+        """The longest literal piece: a path this rule matches must contain it."""
+        return max((self.first, *self.middle, self.last or ""), key=len)
 
     def matches(self, path: str) -> bool:
         """Return whether this pattern matches ``path`` (already normalised) from its start."""
@@ -65,63 +82,102 @@ class CompiledRule:
             return path.endswith(last) and len(path) - len(last) >= position
         return path.find(last, position) >= 0
 
-    def beats(self, other: CompiledRule | None) -> bool:
-        """Return whether this rule wins over ``other`` when both match (longest; allow on ties)."""
-        if other is None or self.priority > other.priority:
-            return True
-        return self.priority == other.priority and self.allow and not other.allow
 
-    def text(self) -> str:
-        """Return the rule as written, e.g. ``Disallow: /private``."""
-        key = "Allow" if self.allow else "Disallow"
-        return f"{key}: {self.value.decode('utf-8', 'replace')}"
-
-
-class _Bucket:
-    """Compiled rules sorted so that the first matching one is the best of the bucket."""
-
-    __slots__ = ("firsts", "rules")
-
-    def __init__(self, rules: list[CompiledRule]) -> None:
-        rules.sort(key=lambda rule: (-rule.priority, not rule.allow, rule.line))
-        self.rules = tuple(rules)
-        #: Every literal prefix, for one C-speed "could anything here match?" test.
-        self.firsts = tuple({rule.first for rule in rules})
-
-    def best(self, path: str, incumbent: CompiledRule | None) -> CompiledRule | None:
-        """Return the best rule among ``incumbent`` and this bucket's matching rules."""
-        if not path.startswith(self.firsts):
-            return incumbent
-        for rule in self.rules:
-            if incumbent is not None and not rule.beats(incumbent):
-                return incumbent
-            if rule.matches(path):
-                return rule
-        return incumbent
-
-
-_EMPTY_BUCKET = _Bucket([])
-
-
-def _index_html_directory(value: bytes) -> bytes | None:
-    """Google's rule: ``Allow: /dir/index.htm[l]`` also allows ``/dir/`` itself."""
+def index_html_directory(value: bytes) -> bytes | None:
+    """Google's rule: ``Allow: /dir/index.htm[l]`` also allows ``/dir/`` itself (``/dir/$``)."""
     slash = value.rfind(b"/")
     if slash >= 0 and value.startswith(b"/index.htm", slash):
         return value[: slash + 1] + b"$"
     return None
 
 
-#: Where a group's rules are: a rule table (line number -> value) and a slice of it.
-RuleSource = tuple[dict[int, bytes], int, int]
+class _Pending:
+    """A bucket's rules before compilation: line numbers only (ints cost the GC nothing)."""
+
+    __slots__ = ("allows", "disallows", "index_pages")
+
+    def __init__(self) -> None:
+        self.allows: list[int] = []
+        self.disallows: list[int] = []
+        #: Lines of ``Allow: .../index.htm*`` whose extra ``.../$`` rule files here.
+        self.index_pages: list[int] = []
+
+    def extend(self, other: _Pending) -> None:
+        self.allows += other.allows
+        self.disallows += other.disallows
+        self.index_pages += other.index_pages
+
+
+class _Bucket:
+    """Compiled rules organised so that a decision touches as few of them as possible.
+
+    Plain prefixes sit in a dict (prefix -> signed line: positive allows), so the
+    longest one matching a path costs one lookup per distinct prefix length; the other
+    rules are tried best first. Both kinds are skipped at C speed when no prefix (or,
+    for rules starting with ``*``, no literal piece) fits the path.
+    """
+
+    __slots__ = ("lengths", "needles", "plain", "plain_firsts", "wild", "wild_firsts")
+
+    def __init__(
+        self, pending: _Pending, allows: dict[int, bytes], disallows: dict[int, bytes]
+    ) -> None:
+        self.plain: dict[str, int] = {}
+        wild: list[WildcardRule] = []
+        # Disallows first so that an allow with the same prefix replaces it (allow wins a
+        # tie); lines reversed so that the earliest of identical rules is kept.
+        for lines, table, sign in ((pending.disallows, disallows, -1), (pending.allows, allows, 1)):
+            if not lines:
+                continue
+            lines = lines[::-1]
+            values = list(map(table.__getitem__, lines))
+            blob = b"\n".join(values)
+            if _NOT_KEPT_OR_NEWLINE.search(blob) is None:  # all plain and normalised
+                prefixes = blob.decode("ascii").split("\n")
+                self.plain.update(zip(prefixes, map(sign.__mul__, lines), strict=True))
+                continue
+            for line, value in zip(lines, values, strict=True):
+                rule = WildcardRule(sign > 0, line, value)
+                if rule.is_plain_prefix:
+                    self.plain[rule.first] = sign * line
+                else:
+                    wild.append(rule)
+        for line in pending.index_pages:
+            directory = index_html_directory(allows[line])
+            if directory is not None:
+                wild.append(WildcardRule(True, line, directory))
+        wild.sort(key=lambda rule: rule.key, reverse=True)
+        self.plain_firsts = tuple(self.plain)
+        self.lengths = tuple(sorted({len(first) for first in self.plain}, reverse=True))
+        self.wild = tuple(wild)
+        self.wild_firsts = tuple({rule.first for rule in wild if rule.first})
+        self.needles = tuple({rule.needle() for rule in wild if not rule.first})
+
+    def best(self, path: str, best: MatchKey | None) -> MatchKey | None:
+        """Return the best of ``best`` and this bucket's rules matching ``path``."""
+        if path.startswith(self.plain_firsts):
+            plain = self.plain
+            for length in self.lengths:
+                prefix = path[:length]
+                line = plain.get(prefix)
+                if line is not None:
+                    key = (len(prefix), line > 0, -abs(line))
+                    if best is None or key > best:
+                        best = key
+                    break
+        if self.wild and (
+            path.startswith(self.wild_firsts) or any(map(path.__contains__, self.needles))
+        ):
+            for rule in self.wild:
+                if best is not None and rule.key <= best:
+                    break
+                if rule.matches(path):
+                    return rule.key
+        return best
 
 
 class RuleSet:
-    """The rules of the group(s) that apply to one crawler, ready for decisions.
-
-    Rules are filed by line number only (ints cost the garbage collector nothing);
-    values are looked up in the allow/disallow tables when a bucket is compiled. A
-    negative line number stands for Google's extra ``index.html`` rule of that line.
-    """
+    """The rules of the group(s) that apply to one crawler, ready for decisions."""
 
     __slots__ = ("_allows", "_buckets", "_disallows", "_short")
 
@@ -130,56 +186,47 @@ class RuleSet:
     ) -> None:
         self._allows = allows
         self._disallows = disallows
-        by_octets: dict[bytes, list[int]] = {}
+        by_octets: dict[bytes, _Pending] = {}
         for table, start, stop in sources:
+            is_allow = table is allows
             for line, value in islice(table.items(), start, stop):
-                key = value[:BUCKET_KEY_LENGTH]
-                lines = by_octets.get(key)
-                if lines is None:
-                    by_octets[key] = [line]
-                else:
-                    lines.append(line)
-            if table is allows:
-                for line, value in islice(table.items(), start, stop):
-                    if b"/index.htm" in value:
-                        directory = _index_html_directory(value)
-                        if directory is not None:
-                            by_octets.setdefault(directory[:BUCKET_KEY_LENGTH], []).append(-line)
-        self._buckets: dict[str, _Bucket | list[int]] = {}
-        short: list[int] = []
-        for octets, lines in by_octets.items():
+                if not value:  # RFC 9309: an empty value matches nothing
+                    continue
+                octets = value[:BUCKET_KEY_LENGTH]
+                pending = by_octets.get(octets)
+                if pending is None:
+                    pending = by_octets[octets] = _Pending()
+                (pending.allows if is_allow else pending.disallows).append(line)
+                if is_allow and b"/index.htm" in value:
+                    directory = index_html_directory(value)
+                    if directory is not None:
+                        octets = directory[:BUCKET_KEY_LENGTH]
+                        by_octets.setdefault(octets, _Pending()).index_pages.append(line)
+        self._buckets: dict[str, _Bucket | _Pending] = {}
+        short = _Pending()
+        for octets, pending in by_octets.items():
             # Only octets that need no normalisation (and hold no "*" or "$") are
-            # exactly the start of the normalised literal prefix.
+            # exactly the start of the normalised pattern, like the path's key.
             if len(octets) == BUCKET_KEY_LENGTH and not octets.translate(None, _KEPT_OCTETS):
-                self._buckets[octets.decode("ascii")] = lines
+                self._buckets[octets.decode("ascii")] = pending
             else:
-                short.extend(lines)
-        self._short = self._compile(short) if short else _EMPTY_BUCKET
+                short.extend(pending)
+        self._short = _Bucket(short, allows, disallows) if by_octets else None
 
-    def _compile(self, lines: list[int]) -> _Bucket:
-        rules = []
-        for line in lines:
-            if line < 0:
-                value = self._allows[-line]
-                pattern = _index_html_directory(value)
-                rules.append(CompiledRule(True, value, -line, pattern or value))
-                continue
-            value = self._allows.get(line)
-            allow = value is not None
-            if value is None:
-                value = self._disallows[line]
-            if value:
-                rules.append(CompiledRule(allow, value, line, value))
-        return _Bucket(rules)
-
-    def decide(self, path: str) -> CompiledRule | None:
-        """Return the rule that decides for normalised ``path``, or ``None`` when none matches."""
+    def decide(self, path: str) -> MatchKey | None:
+        """Return the key of the best rule matching normalised ``path``; ``None`` if none does."""
         key = path[:BUCKET_KEY_LENGTH]
         bucket = self._buckets.get(key)
         if bucket is None:
             best = None
         else:
-            if bucket.__class__ is list:
-                bucket = self._buckets[key] = self._compile(bucket)  # type: ignore[arg-type]
+            if bucket.__class__ is _Pending:
+                bucket = self._buckets[key] = _Bucket(bucket, self._allows, self._disallows)  # type: ignore[arg-type]
             best = bucket.best(path, None)  # type: ignore[union-attr]
-        return self._short.best(path, best)
+        return best if self._short is None else self._short.best(path, best)
+
+    def rule_text(self, key: MatchKey) -> str:
+        """The rule a match key stands for, as written: ``Disallow: /private``."""
+        _, allow, line = key
+        value = (self._allows if allow else self._disallows)[-line]
+        return f"{'Allow' if allow else 'Disallow'}: {value.decode('utf-8', 'replace')}"

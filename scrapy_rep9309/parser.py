@@ -20,7 +20,7 @@ Reading rules (RFC 9309 section 2.2, plus Google's leniency):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Protocol
 
 #: Google's limit: "many times" the 2083-octet maximum URL length, minus a NUL.
@@ -124,25 +124,25 @@ def split_record(line: bytes) -> tuple[bytes, bytes] | None:
     return (key, value.strip()) if key else None
 
 
-def _exact_key_table(handler: RobotsTxtHandler) -> dict[bytes, Callable[[int, bytes], None]]:
-    """Map each known lower-case key, bare or with whitespace around it, to its handler method."""
-    methods = {
-        "user_agent": handler.user_agent,
-        "allow": handler.allow,
-        "disallow": handler.disallow,
-        "sitemap": handler.sitemap,
-        "crawl_delay": handler.crawl_delay,
-    }
-    table = {}
-    for key, kind in _EXACT_KEYS.items():
-        for variant in (key, key + b" ", b" " + key, b" " + key + b" ", key + b"\t"):
-            table[variant] = methods[kind]
-    return table
+def _spellings(key: bytes) -> Iterator[bytes]:
+    """Frequent spellings of a lower-case key, so most lines skip ``bytes.lower``."""
+    for cased in {key, key.capitalize(), key.upper(), key.title()}:
+        yield from (cased, cased + b" ", b" " + cased, b" " + cased + b" ", cased + b"\t")
+
+
+_KINDS = ("user_agent", "allow", "disallow", "sitemap", "crawl_delay")
+#: Key as found before the colon (common spellings, and all lower-case ones) -> kind index.
+_KIND_OF_KEY: dict[bytes, int] = {
+    spelling: _KINDS.index(kind)
+    for key, kind in _EXACT_KEYS.items()
+    for spelling in _spellings(key)
+}
 
 
 def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZE) -> None:
     """Send each record of ``body`` to ``handler``; never raises because of the content."""
-    by_key = _exact_key_table(handler)
+    emitters = tuple(getattr(handler, kind) for kind in _KINDS)
+    kind_of_key = _KIND_OF_KEY
     body = skip_bom(limit_size(body, max_size))
     lines = body.splitlines()
     if len(body) > MAX_LINE_OCTETS:
@@ -151,9 +151,13 @@ def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZ
         # Fast path, taken by most lines: "key: value" with a known key (which holds no "#").
         key, colon, value = line.partition(b":")
         if colon:
-            emit = by_key.get(key.lower())
-            if emit is not None:
-                emit(line_no, value.partition(b"#")[0].strip())
+            kind = kind_of_key.get(key)
+            if kind is None:
+                kind = kind_of_key.get(key.lower())
+            if kind is not None:
+                if b"#" in value:
+                    value = value[: value.index(b"#")]
+                emitters[kind](line_no, value.strip())
                 continue
         # Most colon-less lines are HTML or prose: reject them cheaply.
         elif b"#" not in line and len(line.split(None, 2)) != 2:
@@ -162,8 +166,8 @@ def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZ
         if record is None:
             continue
         key, value = record
-        kind = key_kind(key.lower())
-        if kind is None:
+        kind_name = key_kind(key.lower())
+        if kind_name is None:
             handler.unknown(line_no, key, value)
         else:
-            getattr(handler, kind)(line_no, value)
+            getattr(handler, kind_name)(line_no, value)

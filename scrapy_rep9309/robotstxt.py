@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scrapy_rep9309.matcher import RuleSet, RuleSource
 from scrapy_rep9309.parser import MIN_MAX_SIZE, tokenize
-from scrapy_rep9309.urlnorm import normalise_text, path_and_query, utf8_octets
+from scrapy_rep9309.urlnorm import normalised_path, utf8_octets
 from scrapy_rep9309.useragent import GLOBAL_TOKEN, crawler_token, group_token
 
 _ROBOTS_TXT_PATH = "/robots.txt"
@@ -197,23 +197,24 @@ class RobotsTxt:
 
     def explain(self, url: str, user_agent: str) -> Decision:
         """Return the decision for ``url`` and the crawler ``user_agent``, with its reason."""
-        path = normalise_text(path_and_query(url))
+        path = normalised_path(url)
         if path == _ROBOTS_TXT_PATH:
             return Decision(True)
         selection = self._selections.get(user_agent) or self._select(user_agent)
-        rule = selection.rules.decide(path)
-        if rule is None:
+        match = selection.rules.decide(path)
+        if match is None:
             return Decision(True, user_agents=selection.user_agents)
-        return Decision(rule.allow, rule.text(), rule.line, selection.user_agents)
+        _, allow, line = match
+        return Decision(allow, selection.rules.rule_text(match), -line, selection.user_agents)
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """Return whether the crawler ``user_agent`` may fetch ``url``."""
-        path = normalise_text(path_and_query(url))
+        path = normalised_path(url)
         if path == _ROBOTS_TXT_PATH:
             return True
         selection = self._selections.get(user_agent) or self._select(user_agent)
-        rule = selection.rules.decide(path)
-        return rule is None or rule.allow
+        match = selection.rules.decide(path)
+        return match is None or match[1]
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """Return the ``Crawl-delay`` of the group that applies to ``user_agent``, in seconds."""

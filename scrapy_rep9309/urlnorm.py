@@ -22,6 +22,7 @@ _UNRESERVED_OCTETS = frozenset(
 )
 _PATH_START = re.compile("[/?;]")
 _AUTHORITY_END = re.compile("[/?;#]")
+_CLEAN_HTTP_URL = re.compile(f"https?://[^/?;#]*(/[{KEPT_AS_IS.replace('#', '')}]*)(?:#|\\Z)")
 
 
 def _normalise_match(match: re.Match[bytes]) -> bytes:
@@ -78,6 +79,17 @@ def _http_path_start(url: str) -> int:
     if "?" in authority or ";" in authority or "#" in authority:
         return -1
     return slash
+
+
+def normalised_path(url: str) -> str:
+    """Return :func:`path_and_query` of ``url``, normalised as :func:`normalise_text` does.
+
+    One regular-expression match serves the usual ``http[s]://host/clean/path`` case.
+    """
+    match = _CLEAN_HTTP_URL.match(url)
+    if match is not None:
+        return match.group(1)
+    return normalise_text(path_and_query(url))
 
 
 def path_and_query(url: str) -> str:
