@@ -61,6 +61,7 @@ EXPIRED_META = "rep9309_expired"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 _SCHEMES = ("http", "https")
 _EXPIRY_TIMER = "expiry"
+WAIT_POLL_INTERVAL = 1.0
 
 
 class _ParsedRobotParser(RobotParser):
@@ -86,7 +87,9 @@ class RobotsTxtMiddleware:
         self._fetch_trigger: dict[Origin, Request] = {}
         self._waiters: dict[Origin, list[Deferred[None]]] = {}
         # Requests handed back after a fetch, with the record they waited for:
-        # they are decided by it even if it expires or is evicted meanwhile.
+        # they are decided by it while it is valid, even if it was evicted meanwhile
+        # (with a small REP9309_CACHE_SIZE, origins would otherwise evict each
+        # other's rules before their requests reach the downloader, forever).
         self._released: weakref.WeakKeyDictionary[Request, OriginRecord] = (
             weakref.WeakKeyDictionary()
         )
@@ -165,7 +168,9 @@ class RobotsTxtMiddleware:
         origin = self._origin_of(request)
         if origin is None:
             return None
-        record = self._released.pop(request, None) or self._usable_record(origin)
+        record = self._released.pop(request, None)
+        if record is None or not record.is_usable(time.time(), self.settings.stale_ttl):
+            record = self._usable_record(origin)
         if record is None:
             if request.meta.get(SCHEDULED_META) and not request.meta.get(REQUEUED_META):
                 return self._requeue(request)
@@ -309,7 +314,12 @@ class RobotsTxtMiddleware:
         )
 
     async def _wait_for_record(self, origin: Origin, request: Request) -> OriginRecord:
-        """For requests never scheduled (``engine.download_async``): wait here instead."""
+        """For requests never scheduled (``engine.download_async``): wait here instead.
+
+        Such a request sits in the engine's in-progress set, which the engine waits
+        to empty before it closes the spider: wake up every WAIT_POLL_INTERVAL
+        seconds to give up if the spider is closing.
+        """
         deadline = time.monotonic() + self.settings.defer_timeout
         self.stats.inc_value("robotstxt/deferred")
         self._report(origin).deferred += 1
@@ -320,7 +330,7 @@ class RobotsTxtMiddleware:
                 self._report(origin).released += 1
                 return record
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._closed:
+            if remaining <= 0 or self._closed or _engine_closing(self.crawler):
                 self.stats.inc_value("robotstxt/deferred/expired")
                 self._report(origin).expired += 1
                 raise IgnoreRequest(self._expiry_reason(origin))
@@ -329,9 +339,12 @@ class RobotsTxtMiddleware:
             waiter: Deferred[None] = Deferred()
             self._waiters.setdefault(origin, []).append(waiter)
             timer = ("wait", id(waiter))
-            self._timers.schedule(timer, remaining, _fire, waiter)
+            self._timers.schedule(timer, min(remaining, WAIT_POLL_INTERVAL), _fire, waiter)
             await maybe_deferred_to_future(waiter)
             self._timers.cancel(timer)
+            waiters = self._waiters.get(origin)
+            if waiters and waiter in waiters:
+                waiters.remove(waiter)
 
     # -- fetching ---------------------------------------------------------------------
 
@@ -343,9 +356,16 @@ class RobotsTxtMiddleware:
         record = self.store.get(str(origin))
         wait = 0.0 if record is None else record.retry_at - time.time()
         if record is not None and record.failures and wait > 0:
-            self._timers.schedule(retry_timer, wait, self._start_fetch, origin)
+            self._timers.schedule(retry_timer, wait, self._retry_fetch, origin)
         else:
             self._start_fetch(origin)
+
+    def _retry_fetch(self, origin: Origin) -> None:
+        """Backoff over: fetch again if requests still wait (else the next one will)."""
+        if self._held.count(origin) or self._waiters.get(origin):
+            self._start_fetch(origin)
+        else:
+            self._fetch_trigger.pop(origin, None)
 
     def _start_fetch(self, origin: Origin) -> None:
         if self._closed or origin in self._fetching:
@@ -403,7 +423,7 @@ class RobotsTxtMiddleware:
             self._release(origin, record)
         elif waiting:
             self._timers.schedule(
-                ("retry", origin), record.retry_at - now, self._start_fetch, origin
+                ("retry", origin), record.retry_at - now, self._retry_fetch, origin
             )
         else:
             self._fetch_trigger.pop(origin, None)
@@ -467,6 +487,12 @@ def _skipped(request: Request) -> bool:
         return True
     scheme = request.url.split(":", 1)[0].lower()
     return scheme not in _SCHEMES
+
+
+def _engine_closing(crawler: Crawler) -> bool:
+    """Whether the engine started closing the spider (no public API tells; assume not)."""
+    slot = getattr(crawler.engine, "_slot", None)
+    return getattr(slot, "closing", None) is not None
 
 
 def _fire(waiter: Deferred[None]) -> None:
