@@ -23,7 +23,7 @@ from scrapy.utils.python import global_object_name
 from w3lib.url import safe_url_string
 
 from scrapy_rep9309.cachecontrol import parse_cache_control, parse_retry_after
-from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE
+from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE, outcome_of_status
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -203,13 +203,14 @@ def _classify(
         "max_age": cache.max_age,
         "no_store": cache.no_store,
     }
-    if 200 <= status < 300:
+    outcome = outcome_of_status(status)
+    if outcome == AVAILABLE:
         body = response.body
         truncated = "download_stopped" in response.flags or len(body) > settings.max_size
         return FetchResult(
             outcome=AVAILABLE, body=body[: settings.max_size], truncated=truncated, **common
         )
-    if 400 <= status < 500 and status != 429:
+    if outcome == UNAVAILABLE:
         return FetchResult(outcome=UNAVAILABLE, body=b"", **common)
     retry_after = parse_retry_after(response.headers.get(b"Retry-After"), time.time())
     return FetchResult(outcome=UNREACHABLE, body=b"", retry_after=retry_after, **common)

@@ -117,20 +117,6 @@ def _number(value: Any) -> float:
     return number
 
 
-def _positive(value: Any) -> float:
-    number = _number(value)
-    if number <= 0:
-        raise ValueError("must be greater than 0")
-    return number
-
-
-def _non_negative(value: Any) -> float:
-    number = _number(value)
-    if number < 0:
-        raise ValueError("must not be negative")
-    return number
-
-
 def _integer(value: Any) -> int:
     number = _number(value)
     if not number.is_integer():
@@ -138,25 +124,26 @@ def _integer(value: Any) -> int:
     return int(number)
 
 
-def _positive_int(value: Any) -> int:
-    number = _integer(value)
-    if number < 1:
-        raise ValueError("must be at least 1")
-    return number
+def _at_least(
+    minimum: float, *, exclusive: bool = False, whole: bool = False, unit: str = ""
+) -> Callable[[Any], Any]:
+    """A converter accepting numbers >= ``minimum`` (> with ``exclusive``), ints if ``whole``."""
+
+    def convert(value: Any) -> float:
+        number = _integer(value) if whole else _number(value)
+        if number < minimum or (exclusive and number == minimum):
+            bound = "greater than" if exclusive else "at least"
+            raise ValueError(f"must be {bound} {minimum:g}{unit}")
+        return number
+
+    return convert
 
 
-def _non_negative_int(value: Any) -> int:
-    number = _integer(value)
-    if number < 0:
-        raise ValueError("must not be negative")
-    return number
-
-
-def _max_size(value: Any) -> int:
-    number = _integer(value)
-    if number < MIN_MAX_SIZE:
-        raise ValueError(f"must be at least {MIN_MAX_SIZE} bytes (RFC 9309 section 2.5)")
-    return number
+_positive = _at_least(0, exclusive=True)
+_non_negative = _at_least(0)
+_positive_int = _at_least(1, whole=True)
+_non_negative_int = _at_least(0, whole=True)
+_max_size = _at_least(MIN_MAX_SIZE, whole=True, unit=" bytes (RFC 9309 section 2.5)")
 
 
 def _to_bool(value: Any) -> bool:

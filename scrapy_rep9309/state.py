@@ -25,6 +25,19 @@ PENDING = "pending"
 NO_REUSE_TTL = 60.0
 
 
+def outcome_of_status(status: int) -> str:
+    """Outcome of a final (non-redirect) HTTP status, per RFC 9309 section 2.3.1.
+
+    2xx: rules; 4xx except 429: no rules (allow all); 429 (as Google does), 5xx
+    and anything else: unreachable (complete disallow).
+    """
+    if 200 <= status < 300:
+        return AVAILABLE
+    if 400 <= status < 500 and status != 429:
+        return UNAVAILABLE
+    return UNREACHABLE
+
+
 @dataclass(frozen=True)
 class OriginRecord:
     """The answer in use for one origin, plus the backoff state of failed fetches.

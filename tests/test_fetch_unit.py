@@ -16,6 +16,7 @@ from scrapy_rep9309.state import (
     UNAVAILABLE,
     UNREACHABLE,
     cache_lifetime,
+    outcome_of_status,
     record_after_fetch,
     retry_delay,
 )
@@ -160,3 +161,28 @@ def test_answer_after_failures_resets_the_backoff() -> None:
     failed = record_after_fetch(None, _result(UNREACHABLE, 429), SETTINGS, NOW)
     recovered = record_after_fetch(failed, _result(AVAILABLE), SETTINGS, NOW + 10)
     assert (recovered.failures, recovered.retry_at, recovered.last_failure) == (0, 0.0, None)
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [
+        (200, AVAILABLE),
+        (204, AVAILABLE),
+        (299, AVAILABLE),
+        (400, UNAVAILABLE),
+        (401, UNAVAILABLE),
+        (403, UNAVAILABLE),
+        (404, UNAVAILABLE),
+        (410, UNAVAILABLE),
+        (499, UNAVAILABLE),
+        (429, UNREACHABLE),
+        (500, UNREACHABLE),
+        (503, UNREACHABLE),
+        (599, UNREACHABLE),
+        (100, UNREACHABLE),
+        (304, UNREACHABLE),
+        (600, UNREACHABLE),
+    ],
+)
+def test_status_classification(status: int, outcome: str) -> None:
+    assert outcome_of_status(status) == outcome
