@@ -126,8 +126,8 @@ class RobotsTxtMiddleware:
         origin's robots.txt is not known; let it through otherwise."""
         if self._closed or _skipped(request) or request.meta.get(EXPIRED_META):
             return
-        origin = self._origin_of(request)
-        if origin is None:
+        origin = _origin_key(request)
+        if origin is None:  # counted in process_request
             return
         request.meta[SCHEDULED_META] = True
         if request in self._released or self._dropped_as_offsite(request):
@@ -146,8 +146,7 @@ class RobotsTxtMiddleware:
         self._timers.cancel_all()
         for waiters in self._waiters.values():
             for waiter in waiters:
-                if not waiter.called:
-                    waiter.callback(None)
+                _fire(waiter)
         self._waiters.clear()
         for entry in self._held.drain():
             self.stats.inc_value("robotstxt/deferred/closed")
@@ -250,8 +249,7 @@ class RobotsTxtMiddleware:
         return str(getattr(spider, "user_agent", None) or settings.get("USER_AGENT") or "")
 
     def _origin_of(self, request: Request) -> Origin | None:
-        parts = urlparse_cached(request)
-        origin = origin_of_netloc(parts.scheme, parts.netloc)
+        origin = _origin_key(request)
         if origin is None:
             self.stats.inc_value("robotstxt/invalid_origin")
         return origin
@@ -307,10 +305,12 @@ class RobotsTxtMiddleware:
 
     def _expiry_reason(self, origin: Origin) -> str:
         record = self.store.get(str(origin))
-        why = record.last_failure if record is not None and record.last_failure else "no answer"
+        if record is not None and record.last_failure:
+            why = f"{UNREACHABLE}: {record.last_failure}"
+        else:
+            why = "no answer yet"
         return (
-            f"robots.txt of {origin} still unknown after {self.settings.defer_timeout:g} s "
-            f"({UNREACHABLE}: {why})"
+            f"robots.txt of {origin} still unknown after {self.settings.defer_timeout:g} s ({why})"
         )
 
     async def _wait_for_record(self, origin: Origin, request: Request) -> OriginRecord:
@@ -487,6 +487,11 @@ def _skipped(request: Request) -> bool:
         return True
     scheme = request.url.split(":", 1)[0].lower()
     return scheme not in _SCHEMES
+
+
+def _origin_key(request: Request) -> Origin | None:
+    parts = urlparse_cached(request)
+    return origin_of_netloc(parts.scheme, parts.netloc)
 
 
 def _engine_closing(crawler: Crawler) -> bool:
