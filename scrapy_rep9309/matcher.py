@@ -92,20 +92,20 @@ def index_html_directory(value: bytes) -> bytes | None:
 
 
 class _Pending:
-    """A bucket's rules before compilation: line numbers only (ints cost the GC nothing)."""
+    """Rules before compilation: line numbers only (ints cost the garbage collector nothing).
+
+    ``index_pages`` are lines of ``Allow: .../index.htm*`` whose extra ``.../$`` rule
+    belongs here; ``None`` asks the compilation to find them among ``allows``.
+    """
 
     __slots__ = ("allows", "disallows", "index_pages")
 
-    def __init__(self) -> None:
-        self.allows: list[int] = []
-        self.disallows: list[int] = []
-        #: Lines of ``Allow: .../index.htm*`` whose extra ``.../$`` rule files here.
-        self.index_pages: list[int] = []
-
-    def extend(self, other: _Pending) -> None:
-        self.allows += other.allows
-        self.disallows += other.disallows
-        self.index_pages += other.index_pages
+    def __init__(
+        self, allows: list[int], disallows: list[int], index_pages: list[int] | None
+    ) -> None:
+        self.allows = allows
+        self.disallows = disallows
+        self.index_pages = index_pages
 
 
 class _Bucket:
@@ -114,7 +114,8 @@ class _Bucket:
     Plain prefixes sit in a dict (prefix -> signed line: positive allows), so the
     longest one matching a path costs one lookup per distinct prefix length; the other
     rules are tried best first. Both kinds are skipped at C speed when no prefix (or,
-    for rules starting with ``*``, no literal piece) fits the path.
+    for rules starting with ``*``, no literal piece) fits the path. Compiling values
+    that need no normalisation (the usual case) takes a handful of C-level calls.
     """
 
     __slots__ = ("lengths", "needles", "plain", "plain_firsts", "wild", "wild_firsts")
@@ -124,14 +125,20 @@ class _Bucket:
     ) -> None:
         self.plain: dict[str, int] = {}
         wild: list[WildcardRule] = []
+        index_pages = pending.index_pages or []
         # Disallows first so that an allow with the same prefix replaces it (allow wins a
         # tie); lines reversed so that the earliest of identical rules is kept.
-        for lines, table, sign in ((pending.disallows, disallows, -1), (pending.allows, allows, 1)):
-            if not lines:
-                continue
+        for sign, lines, table in ((-1, pending.disallows, disallows), (1, pending.allows, allows)):
             lines = lines[::-1]
             values = list(map(table.__getitem__, lines))
+            if b"" in values:  # RFC 9309: an empty value matches nothing
+                lines = [line for line, value in zip(lines, values, strict=True) if value]
+                values = list(filter(None, values))
+            if not values:
+                continue
             blob = b"\n".join(values)
+            if sign > 0 and pending.index_pages is None and b"/index.htm" in blob:
+                index_pages = [line for line in lines if b"/index.htm" in table[line]]
             if _NOT_KEPT_OR_NEWLINE.search(blob) is None:  # all plain and normalised
                 prefixes = blob.decode("ascii").split("\n")
                 self.plain.update(zip(prefixes, map(sign.__mul__, lines), strict=True))
@@ -142,7 +149,7 @@ class _Bucket:
                     self.plain[rule.first] = sign * line
                 else:
                     wild.append(rule)
-        for line in pending.index_pages:
+        for line in index_pages:
             directory = index_html_directory(allows[line])
             if directory is not None:
                 wild.append(WildcardRule(True, line, directory))
@@ -176,6 +183,11 @@ class _Bucket:
         return best
 
 
+#: Up to this many rules, a rule set is one bucket: compiling it all at once is cheaper
+#: than filing each rule, and a decision still looks at few prefixes.
+SMALL_RULE_SET = 64
+
+
 class RuleSet:
     """The rules of the group(s) that apply to one crawler, ready for decisions."""
 
@@ -186,32 +198,46 @@ class RuleSet:
     ) -> None:
         self._allows = allows
         self._disallows = disallows
+        self._buckets: dict[str, _Bucket | _Pending] = {}
+        self._short: _Bucket | None = None
+        if sum(stop - start for _, start, stop in sources) <= SMALL_RULE_SET:
+            allow_lines: list[int] = []
+            disallow_lines: list[int] = []
+            for table, start, stop in sources:
+                lines = allow_lines if table is allows else disallow_lines
+                lines += islice(table.keys(), start, stop)
+            if allow_lines or disallow_lines:
+                self._short = _Bucket(
+                    _Pending(allow_lines, disallow_lines, None), allows, disallows
+                )
+            return
         by_octets: dict[bytes, _Pending] = {}
         for table, start, stop in sources:
             is_allow = table is allows
             for line, value in islice(table.items(), start, stop):
-                if not value:  # RFC 9309: an empty value matches nothing
-                    continue
                 octets = value[:BUCKET_KEY_LENGTH]
                 pending = by_octets.get(octets)
                 if pending is None:
-                    pending = by_octets[octets] = _Pending()
+                    pending = by_octets[octets] = _Pending([], [], [])
                 (pending.allows if is_allow else pending.disallows).append(line)
                 if is_allow and b"/index.htm" in value:
                     directory = index_html_directory(value)
                     if directory is not None:
                         octets = directory[:BUCKET_KEY_LENGTH]
-                        by_octets.setdefault(octets, _Pending()).index_pages.append(line)
-        self._buckets: dict[str, _Bucket | _Pending] = {}
-        short = _Pending()
+                        pending = by_octets.setdefault(octets, _Pending([], [], []))
+                        pending.index_pages.append(line)  # type: ignore[union-attr]
+        short = _Pending([], [], [])
         for octets, pending in by_octets.items():
             # Only octets that need no normalisation (and hold no "*" or "$") are
             # exactly the start of the normalised pattern, like the path's key.
             if len(octets) == BUCKET_KEY_LENGTH and not octets.translate(None, _KEPT_OCTETS):
                 self._buckets[octets.decode("ascii")] = pending
             else:
-                short.extend(pending)
-        self._short = _Bucket(short, allows, disallows) if by_octets else None
+                short.allows += pending.allows
+                short.disallows += pending.disallows
+                short.index_pages += pending.index_pages  # type: ignore[operator]
+        if short.allows or short.disallows or short.index_pages:
+            self._short = _Bucket(short, allows, disallows)
 
     def decide(self, path: str) -> MatchKey | None:
         """Return the key of the best rule matching normalised ``path``; ``None`` if none does."""

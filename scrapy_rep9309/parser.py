@@ -20,7 +20,7 @@ Reading rules (RFC 9309 section 2.2, plus Google's leniency):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 #: Google's limit: "many times" the 2083-octet maximum URL length, minus a NUL.
@@ -43,7 +43,9 @@ class RobotsTxtHandler(Protocol):
 
     def crawl_delay(self, line_no: int, value: bytes) -> None: ...
 
-    def unknown(self, line_no: int, key: bytes, value: bytes) -> None: ...
+    #: Called with unknown records; ``None`` when the handler ignores them, which spares
+    #: the tokenizer cutting their values out.
+    unknown: Callable[[int, bytes, bytes], None] | None
 
 
 #: Key prefixes in the order Google tests them; the first that a key starts with wins.
@@ -141,7 +143,14 @@ _KIND_OF_KEY: dict[bytes, int] = {
 
 def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZE) -> None:
     """Send each record of ``body`` to ``handler``; never raises because of the content."""
-    emitters = tuple(getattr(handler, kind) for kind in _KINDS)
+    emitters = (
+        handler.user_agent,
+        handler.allow,
+        handler.disallow,
+        handler.sitemap,
+        handler.crawl_delay,
+    )
+    unknown = handler.unknown
     kind_of_key = _KIND_OF_KEY
     body = skip_bom(limit_size(body, max_size))
     lines = body.splitlines()
@@ -159,15 +168,22 @@ def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZ
                     value = value[: value.index(b"#")]
                 emitters[kind](line_no, value.strip())
                 continue
-        # Most colon-less lines are HTML or prose: reject them cheaply.
-        elif b"#" not in line and len(line.split(None, 2)) != 2:
-            continue
+            # An unknown key: skip it cheaply unless it may be a known key after all
+            # (comment before the colon, key merely starting with a known one).
+            if unknown is None and b"#" not in key:
+                if not key.lower().lstrip().startswith(_ALL_PREFIXES):
+                    continue
+        else:
+            # Most colon-less lines are HTML or prose: reject them cheaply.
+            uncommented = line.partition(b"#")[0]
+            if len(uncommented.split(None, 2)) != 2:
+                continue
         record = split_record(line)
         if record is None:
             continue
         key, value = record
         kind_name = key_kind(key.lower())
-        if kind_name is None:
-            handler.unknown(line_no, key, value)
-        else:
+        if kind_name is not None:
             getattr(handler, kind_name)(line_no, value)
+        elif unknown is not None:
+            unknown(line_no, key, value)

@@ -9,6 +9,7 @@ crawler only, so most groups are never compiled.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 from scrapy_rep9309.matcher import RuleSet, RuleSource
@@ -33,19 +34,20 @@ class Decision:
 
 
 class _Group:
-    """One group as read: its user-agent values and where its rules are in the rule tables.
+    """One group as read: its user-agent values and where its records are.
 
     Rules are not copied per group: a group owns the slice of the (file-ordered) allow
-    and disallow tables recorded between its first user-agent line and the next group's.
+    and disallow tables recorded between its first user-agent line and the next group's,
+    and the crawl-delay lines in that range of lines.
     """
 
-    __slots__ = ("agents", "allows", "crawl_delays", "disallows")
+    __slots__ = ("agents", "allows", "disallows", "lines")
 
-    def __init__(self, first_agent: bytes, allow_start: int, disallow_start: int) -> None:
+    def __init__(self, line: int, first_agent: bytes, allow_start: int, disallow_start: int):
         self.agents = [first_agent]
         self.allows = [allow_start, allow_start]
         self.disallows = [disallow_start, disallow_start]
-        self.crawl_delays: list[bytes] = []
+        self.lines = [line, sys.maxsize]
 
     def names(self, token: str) -> bool:
         """Whether a user-agent line of this group names ``token`` (or ``*``)."""
@@ -59,21 +61,37 @@ class _Group:
 class _GroupBuilder:
     """Parser handler that turns records into groups (RFC 9309 section 2.1-2.2.1).
 
-    ``allow`` and ``disallow`` are plain ``dict.__setitem__`` methods (line number ->
-    value): they run for most lines of every file, so they must cost no Python call.
-    A user-agent line starts a new group when a rule was recorded since the current
-    group started; rules before the first user-agent line belong to no group.
+    Every handler method except ``user_agent`` is a plain ``dict.__setitem__`` (line
+    number -> value): they run for most lines of every file, so they cost no Python
+    call. A user-agent line starts a new group when a rule was recorded since the
+    current group started; rules before the first user-agent line belong to no group.
     """
 
-    __slots__ = ("_current", "allow", "allows", "disallow", "disallows", "groups", "sitemaps")
+    __slots__ = (
+        "_current",
+        "allow",
+        "allows",
+        "crawl_delay",
+        "crawl_delays",
+        "disallow",
+        "disallows",
+        "groups",
+        "sitemap",
+        "sitemaps",
+    )
+    #: Unknown records are ignored (and, per RFC 9309, do not end a group).
+    unknown = None
 
     def __init__(self) -> None:
         self.groups: list[_Group] = []
-        self.sitemaps: list[str] = []
         self.allows: dict[int, bytes] = {}
         self.disallows: dict[int, bytes] = {}
+        self.sitemaps: dict[int, bytes] = {}
+        self.crawl_delays: dict[int, bytes] = {}
         self.allow = self.allows.__setitem__
         self.disallow = self.disallows.__setitem__
+        self.sitemap = self.sitemaps.__setitem__
+        self.crawl_delay = self.crawl_delays.__setitem__
         self._current: _Group | None = None
 
     def user_agent(self, line_no: int, value: bytes) -> None:
@@ -82,28 +100,18 @@ class _GroupBuilder:
         if current is not None and (current.allows[0], current.disallows[0]) == (allows, disallows):
             current.agents.append(value)
             return
-        self._close_group()
-        self._current = _Group(value, allows, disallows)
+        self._close_group(line_no)
+        self._current = _Group(line_no, value, allows, disallows)
         self.groups.append(self._current)
 
-    def sitemap(self, line_no: int, value: bytes) -> None:
-        if value:
-            self.sitemaps.append(value.decode("utf-8", "replace"))
-
-    def crawl_delay(self, line_no: int, value: bytes) -> None:
-        if self._current is not None:
-            self._current.crawl_delays.append(value)
-
-    def unknown(self, line_no: int, key: bytes, value: bytes) -> None:
-        """Unknown records are ignored and, per RFC 9309, do not end a group."""
-
-    def _close_group(self) -> None:
+    def _close_group(self, next_line: int) -> None:
         if self._current is not None:
             self._current.allows[1] = len(self.allows)
             self._current.disallows[1] = len(self.disallows)
+            self._current.lines[1] = next_line
 
     def finish(self) -> None:
-        self._close_group()
+        self._close_group(sys.maxsize)
         self._current = None
 
 
@@ -118,48 +126,47 @@ def _parse_delay(value: bytes) -> float | None:
 class _Selection:
     """What applies to one crawler token: merged rules, group names and crawl-delay."""
 
-    __slots__ = ("crawl_delay", "rules", "user_agents")
+    __slots__ = ("_crawl_delays", "_groups", "rules")
 
-    def __init__(
-        self, groups: list[_Group], allows: dict[int, bytes], disallows: dict[int, bytes]
-    ) -> None:
+    def __init__(self, groups: list[_Group], robots: _GroupBuilder) -> None:
+        self._groups = groups
+        self._crawl_delays = robots.crawl_delays
         sources: list[RuleSource] = []
         for group in groups:
-            sources.append((allows, *group.allows))
-            sources.append((disallows, *group.disallows))
-        self.rules = RuleSet(allows, disallows, sources)
-        self.user_agents = tuple(
-            dict.fromkeys(
-                agent.decode("utf-8", "replace") for group in groups for agent in group.agents
-            )
+            sources.append((robots.allows, *group.allows))
+            sources.append((robots.disallows, *group.disallows))
+        self.rules = RuleSet(robots.allows, robots.disallows, sources)
+
+    @property
+    def user_agents(self) -> tuple[str, ...]:
+        agents = (
+            agent.decode("utf-8", "replace") for group in self._groups for agent in group.agents
         )
-        self.crawl_delay: float | None = None
-        for group in groups:
-            for value in group.crawl_delays:
-                self.crawl_delay = _parse_delay(value)
-                if self.crawl_delay is not None:
-                    return
+        return tuple(dict.fromkeys(agents))
 
-
-_NOTHING_APPLIES = _Selection([], {}, {})
+    @property
+    def crawl_delay(self) -> float | None:
+        """The first valid ``Crawl-delay`` of the groups, in file order."""
+        for line, value in self._crawl_delays.items():
+            if any(start <= line < end for start, end in (group.lines for group in self._groups)):
+                delay = _parse_delay(value)
+                if delay is not None:
+                    return delay
+        return None
 
 
 class RobotsTxt:
     """The rules of one robots.txt file, as RFC 9309 reads them."""
 
-    __slots__ = ("_allows", "_by_token", "_disallows", "_groups", "_selections", "sitemaps")
+    __slots__ = ("_by_token", "_records", "_selections")
 
-    def __init__(self, builder: _GroupBuilder) -> None:
-        builder.finish()
-        self._groups = builder.groups
-        self._allows = builder.allows
-        self._disallows = builder.disallows
+    def __init__(self, records: _GroupBuilder) -> None:
+        records.finish()
+        self._records = records
         #: Lower-cased product token -> what applies to it; filled on demand.
-        self._by_token: dict[str, _Selection] = {}
+        self._by_token: dict[str, _Selection | None] = {}
         #: The same, keyed by the user_agent string exactly as callers pass it.
-        self._selections: dict[str, _Selection] = {}
-        #: Every ``Sitemap:`` value, in file order, wherever it appeared.
-        self.sitemaps = builder.sitemaps
+        self._selections: dict[str, _Selection | None] = {}
 
     @classmethod
     def parse(cls, body: bytes | str, max_size: int = MIN_MAX_SIZE) -> RobotsTxt:
@@ -175,23 +182,30 @@ class RobotsTxt:
             )
         if isinstance(body, str):
             body = utf8_octets(body)
-        builder = _GroupBuilder()
-        tokenize(body, builder, max_size)
-        return cls(builder)
+        records = _GroupBuilder()
+        tokenize(body, records, max_size)
+        return cls(records)
 
-    def _select(self, user_agent: str) -> _Selection:
+    @property
+    def sitemaps(self) -> list[str]:
+        """Every non-empty ``Sitemap:`` value, in file order, wherever it appeared."""
+        return [
+            value.decode("utf-8", "replace") for value in self._records.sitemaps.values() if value
+        ]
+
+    def _select(self, user_agent: str) -> _Selection | None:
         """Find (and cache) the merged groups that apply to ``user_agent`` (RFC 9309 2.2.1)."""
         token = crawler_token(user_agent)
-        selection = self._by_token.get(token)
-        if selection is None:
-            groups = [group for group in self._groups if token and group.names(token)]
+        try:
+            selection = self._by_token[token]
+        except KeyError:
+            all_groups = self._records.groups
+            groups = [group for group in all_groups if token and group.names(token)]
             if not groups or token == GLOBAL_TOKEN:
-                groups = [group for group in self._groups if group.names(GLOBAL_TOKEN)]
-            if groups:
-                selection = _Selection(groups, self._allows, self._disallows)
-            else:
-                selection = _NOTHING_APPLIES
-            self._by_token[token] = selection
+                groups = [group for group in all_groups if group.names(GLOBAL_TOKEN)]
+            selection = self._by_token[token] = (
+                _Selection(groups, self._records) if groups else None
+            )
         self._selections[user_agent] = selection
         return selection
 
@@ -200,7 +214,12 @@ class RobotsTxt:
         path = normalised_path(url)
         if path == _ROBOTS_TXT_PATH:
             return Decision(True)
-        selection = self._selections.get(user_agent) or self._select(user_agent)
+        try:
+            selection = self._selections[user_agent]
+        except KeyError:
+            selection = self._select(user_agent)
+        if selection is None:
+            return Decision(True)
         match = selection.rules.decide(path)
         if match is None:
             return Decision(True, user_agents=selection.user_agents)
@@ -209,14 +228,22 @@ class RobotsTxt:
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """Return whether the crawler ``user_agent`` may fetch ``url``."""
+        try:
+            selection = self._selections[user_agent]
+        except KeyError:
+            selection = self._select(user_agent)
+        if selection is None:
+            return True
         path = normalised_path(url)
         if path == _ROBOTS_TXT_PATH:
             return True
-        selection = self._selections.get(user_agent) or self._select(user_agent)
         match = selection.rules.decide(path)
         return match is None or match[1]
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """Return the ``Crawl-delay`` of the group that applies to ``user_agent``, in seconds."""
-        selection = self._selections.get(user_agent) or self._select(user_agent)
-        return selection.crawl_delay
+        try:
+            selection = self._selections[user_agent]
+        except KeyError:
+            selection = self._select(user_agent)
+        return None if selection is None else selection.crawl_delay

@@ -8,6 +8,7 @@ equality: never by substring, so ``User-agent: org`` does not apply to
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 #: What RFC 9309 and Google's library accept in a product token.
 _TOKEN = re.compile(r"[A-Za-z_-]*")
@@ -32,6 +33,7 @@ def group_token(value: str) -> str:
     return match.group(0).lower() if match else ""
 
 
+@lru_cache(maxsize=256)
 def crawler_token(user_agent: str) -> str:
     """Return the lower-cased product token a crawler identifies itself with.
 
