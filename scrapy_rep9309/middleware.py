@@ -150,8 +150,7 @@ class RobotsTxtMiddleware:
         self._waiters.clear()
         for entry in self._held.drain():
             self.stats.inc_value("robotstxt/deferred/closed")
-            message = f"Spider closed ({reason}) before the robots.txt of {entry.origin} was known"
-            await _call_errback(entry.request, IgnoreRequest(message))
+            await _call_errback(entry.request, IgnoreRequest(_closing_reason(entry.origin)))
         logger.info(summary_line(self._reports.values(), self.stats.get_stats()))
 
     # -- downloader middleware ------------------------------------------------
@@ -283,6 +282,8 @@ class RobotsTxtMiddleware:
     def _release(self, origin: Origin, record: OriginRecord) -> None:
         engine = self.crawler.engine
         assert engine is not None
+        if _engine_closing(self.crawler):
+            return  # a closing engine drops new requests silently; spider_closed errbacks them
         for entry in self._held.release(origin):
             self.stats.inc_value("robotstxt/deferred/released")
             self._report(origin).released += 1
@@ -293,6 +294,8 @@ class RobotsTxtMiddleware:
         """Send requests held REP9309_DEFER_TIMEOUT to their errback (via process_request)."""
         engine = self.crawler.engine
         assert engine is not None
+        if _engine_closing(self.crawler):
+            return  # left held: spider_closed hands them to their errback
         for entry in self._held.expire(time.monotonic()):
             self.stats.inc_value("robotstxt/deferred/expired")
             self._report(entry.origin).expired += 1
@@ -329,8 +332,11 @@ class RobotsTxtMiddleware:
                 self.stats.inc_value("robotstxt/deferred/released")
                 self._report(origin).released += 1
                 return record
+            if self._closed or _engine_closing(self.crawler):
+                self.stats.inc_value("robotstxt/deferred/closed")
+                raise IgnoreRequest(_closing_reason(origin))
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._closed or _engine_closing(self.crawler):
+            if remaining <= 0:
                 self.stats.inc_value("robotstxt/deferred/expired")
                 self._report(origin).expired += 1
                 raise IgnoreRequest(self._expiry_reason(origin))
@@ -489,13 +495,22 @@ def _skipped(request: Request) -> bool:
     return scheme not in _SCHEMES
 
 
+def _closing_reason(origin: Origin) -> str:
+    return f"Spider closed before the robots.txt of {origin} was known"
+
+
 def _origin_key(request: Request) -> Origin | None:
     parts = urlparse_cached(request)
     return origin_of_netloc(parts.scheme, parts.netloc)
 
 
 def _engine_closing(crawler: Crawler) -> bool:
-    """Whether the engine started closing the spider (no public API tells; assume not)."""
+    """Whether the engine started closing the spider.
+
+    No public API tells; ``ExecutionEngine._slot.closing`` is set from the start of
+    ``close_spider_async`` until the end. If it is ever renamed, this says "no",
+    which only loses the early give-up, never a decision.
+    """
     slot = getattr(crawler.engine, "_slot", None)
     return getattr(slot, "closing", None) is not None
 
