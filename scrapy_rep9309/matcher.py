@@ -72,6 +72,8 @@ class WildcardRule:
         last = self.last
         if last is None:
             return not self.anchored or len(path) == len(self.first)
+        if self.anchored and not path.endswith(last):  # cheapest test first
+            return False
         position = len(self.first)
         for piece in self.middle:
             found = path.find(piece, position)
@@ -79,7 +81,7 @@ class WildcardRule:
                 return False
             position = found + len(piece)
         if self.anchored:
-            return path.endswith(last) and len(path) - len(last) >= position
+            return len(path) - len(last) >= position
         return path.find(last, position) >= 0
 
 

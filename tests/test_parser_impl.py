@@ -1,0 +1,361 @@
+"""Unit tests of the parser's internals: tokenizer, normalisation, tokens, matcher, laziness.
+
+The black-box suites (test_conformance, test_parsing, ...) test the public API; these
+pin down the pieces it is built from, where a regression is easier to locate.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_rep9309 import RobotsTxt
+from scrapy_rep9309.matcher import SMALL_RULE_SET, RuleSet, WildcardRule, index_html_directory
+from scrapy_rep9309.parser import (
+    MAX_LINE_OCTETS,
+    MIN_MAX_SIZE,
+    key_kind,
+    limit_size,
+    skip_bom,
+    split_record,
+    tokenize,
+)
+from scrapy_rep9309.urlnorm import (
+    normalise_octets,
+    normalise_text,
+    normalised_path,
+    path_and_query,
+)
+from scrapy_rep9309.useragent import crawler_token, group_token
+
+
+class Recorder:
+    """A tokenizer handler that keeps every event."""
+
+    def __init__(self, *, with_unknown: bool = True) -> None:
+        self.events: list[tuple[str, int, bytes]] = []
+        if not with_unknown:
+            self.unknown = None  # type: ignore[assignment]
+
+    def user_agent(self, line_no: int, value: bytes) -> None:
+        self.events.append(("user_agent", line_no, value))
+
+    def allow(self, line_no: int, value: bytes) -> None:
+        self.events.append(("allow", line_no, value))
+
+    def disallow(self, line_no: int, value: bytes) -> None:
+        self.events.append(("disallow", line_no, value))
+
+    def sitemap(self, line_no: int, value: bytes) -> None:
+        self.events.append(("sitemap", line_no, value))
+
+    def crawl_delay(self, line_no: int, value: bytes) -> None:
+        self.events.append(("crawl_delay", line_no, value))
+
+    def unknown(self, line_no: int, key: bytes, value: bytes) -> None:
+        self.events.append(("unknown:" + key.decode("latin-1"), line_no, value))
+
+
+def events(body: bytes, **kwargs: bool) -> list[tuple[str, int, bytes]]:
+    recorder = Recorder(**kwargs)
+    tokenize(body, recorder)
+    return recorder.events
+
+
+# --- tokenizer -------------------------------------------------------------------------
+
+
+def test_cr_lf_and_crlf_each_end_one_line() -> None:
+    body = b"user-agent: a\rallow: /1\r\ndisallow: /2\n\r\nsitemap: s\r\rcrawl-delay: 3"
+    assert events(body) == [
+        ("user_agent", 1, b"a"),
+        ("allow", 2, b"/1"),
+        ("disallow", 3, b"/2"),
+        ("sitemap", 5, b"s"),
+        ("crawl_delay", 7, b"3"),
+    ]
+
+
+@pytest.mark.parametrize("bom", [b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"])
+def test_a_bom_or_part_of_one_is_skipped_at_the_start_only(bom: bytes) -> None:
+    assert skip_bom(bom + b"user-agent: a") == b"user-agent: a"
+    assert events(bom + b"user-agent: a\n" + bom + b"allow: /x\n") == [
+        ("user_agent", 1, b"a"),
+        ("unknown:" + (bom + b"allow").decode("latin-1"), 2, b"/x"),
+    ]
+
+
+def test_comments_whitespace_and_case() -> None:
+    body = b"  USER-AGENT\t:\tFoo  # bar\n# disallow: /\nDisAllow:/x#y\nallow :  \n"
+    assert events(body) == [
+        ("user_agent", 1, b"Foo"),
+        ("disallow", 3, b"/x"),
+        ("allow", 4, b""),
+    ]
+
+
+def test_a_missing_colon_is_accepted_for_exactly_two_tokens() -> None:
+    body = b"user-agent FooBot\ndisallow /x # comment\ndisallow /y /z\nallow\n"
+    assert events(body) == [("user_agent", 1, b"FooBot"), ("disallow", 2, b"/x")]
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [
+        (b"user-agent", "user_agent"),
+        (b"useragent", "user_agent"),
+        (b"user agent", "user_agent"),
+        (b"user-agents", "user_agent"),
+        (b"dissallow", "disallow"),
+        (b"dissalow", "disallow"),
+        (b"disalow", "disallow"),
+        (b"diasllow", "disallow"),
+        (b"disallaw", "disallow"),
+        (b"disallowed", "disallow"),
+        (b"allow", "allow"),
+        (b"site-map", "sitemap"),
+        (b"crawldelay", "crawl_delay"),
+        (b"noindex", None),
+        (b"agent", None),
+    ],
+)
+def test_keys_and_googles_misspellings(key: bytes, kind: str | None) -> None:
+    assert key_kind(key) == kind
+    expected = [] if kind is None else [(kind, 1, b"v")]
+    assert events(key.upper() + b": v", with_unknown=False) == expected
+
+
+def test_unknown_records_reach_a_handler_that_wants_them() -> None:
+    assert events(b"Noindex: /x # c\nHost : example.com") == [
+        ("unknown:Noindex", 1, b"/x"),
+        ("unknown:Host", 2, b"example.com"),
+    ]
+
+
+def test_split_record() -> None:
+    assert split_record(b" key : value # c") == (b"key", b"value")
+    assert split_record(b"key value") == (b"key", b"value")
+    assert split_record(b"# key: value") is None
+    assert split_record(b": value") is None
+    assert split_record(b"one two three") is None
+
+
+def test_over_long_lines_are_cut_like_googles() -> None:
+    value = b"/" + b"a" * (MAX_LINE_OCTETS * 2)
+    line = b"disallow: " + value
+    assert events(b"user-agent: *\n" + line + b"\nallow: /b") == [
+        ("user_agent", 1, b"*"),
+        ("disallow", 2, line[:MAX_LINE_OCTETS][len(b"disallow: ") :]),
+        ("allow", 3, b"/b"),
+    ]
+
+
+def test_the_size_limit_drops_a_line_cut_in_the_middle() -> None:
+    head = b"user-agent: *\n"
+    body = head + b"x" * (MIN_MAX_SIZE - len(head) - 3) + b"\ndisallow: /\n"
+    limited = limit_size(body, MIN_MAX_SIZE)
+    assert limited.endswith(b"x\n") and b"disallow" not in limited
+    exact = head + b"x" * (MIN_MAX_SIZE - len(head) - 1) + b"\ndisallow: /"
+    assert limit_size(exact, MIN_MAX_SIZE) == exact[:MIN_MAX_SIZE]
+    assert limit_size(b"short", MIN_MAX_SIZE) == b"short"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_tokenize_without_error(body: bytes) -> None:
+    tokenize(body, Recorder())
+    RobotsTxt.parse(body).explain("/x", "bot")
+
+
+# --- normalisation ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalised"),
+    [
+        (b"/foo/bar?baz=quz", "/foo/bar?baz=quz"),
+        ("/foo/bar/ツ".encode(), "/foo/bar/%E3%83%84"),
+        (b"/foo/bar/%e3%83%84", "/foo/bar/%E3%83%84"),
+        (b"/foo/bar/%62%61%7A", "/foo/bar/baz"),
+        (b"/a%2a%24%2F", "/a%2A%24%2F"),
+        (b"/a*$", "/a%2A%24"),
+        (b"/100%", "/100%25"),
+        (b"/%zz", "/%25zz"),
+        (b"/a b\x00", "/a%20b%00"),
+        (b"/\xff\xfe", "/%FF%FE"),
+        (b"/~user/-._", "/~user/-._"),
+        (b"/%7euser", "/~user"),
+    ],
+)
+def test_percent_encoding_normalisation(raw: bytes, normalised: str) -> None:
+    assert normalise_octets(raw) == normalised
+    assert normalise_text(raw.decode("utf-8", "surrogateescape")) == normalised
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("", "/"),
+        ("http://www.example.com", "/"),
+        ("http://www.example.com/a/b?c=http://d.e/", "/a/b?c=http://d.e/"),
+        ("https://www.example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
+        ("example.com?a", "/?a"),
+        ("example.com/a;b#c", "/a;b"),
+        ("//a/b/c", "/b/c"),
+        ("/just/a/path?q", "/just/a/path?q"),
+        ("https://host#/not-a-path", "/"),
+        ("HTTPS://host/p", "/p"),
+    ],
+)
+def test_path_and_query(url: str, path: str) -> None:
+    assert path_and_query(url) == path
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["http://", "https://", "", "//", "HTTP://"]),
+    st.text(alphabet="ab.:@?#;", max_size=6),
+    st.text(alphabet="/ab%2A*$?=#&;~ツ é", max_size=12),
+)
+def test_the_fast_path_agrees_with_the_general_one(scheme: str, host: str, rest: str) -> None:
+    url = scheme + host + rest
+    assert normalised_path(url) == normalise_text(path_and_query(url))
+
+
+# --- product tokens --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "token"),
+    [
+        ("*", "*"),
+        ("* and more", "*"),
+        ("*bot", ""),
+        ("Googlebot/1.2", "googlebot"),
+        ("googlebot*", "googlebot"),
+        ("Foo Bar", "foo"),
+        ("foo_bar-baz9", "foo_bar-baz"),
+        ("ツbot", ""),
+        ("", ""),
+    ],
+)
+def test_group_token(value: str, token: str) -> None:
+    assert group_token(value) == token
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "token"),
+    [
+        ("MyBot", "mybot"),
+        ("MyBot/1.0 (+https://x)", "mybot"),
+        ("MyBot (+https://x)", "mybot"),
+        ("Mozilla/5.0 (compatible; MyBot/1.0; +https://x)", "mybot"),
+        ("Mozilla/5.0 (X11; Linux) (KHTML, like Gecko; compatible; Googlebot/2.1)", "googlebot"),
+        ("Mozilla/5.0 (X11; Linux x86_64)", "mozilla"),
+        ("Foo Bar", "foo bar"),
+        ("", ""),
+    ],
+)
+def test_crawler_token(user_agent: str, token: str) -> None:
+    assert crawler_token(user_agent) == token
+
+
+# --- matcher ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        (b"/fish", "/fish.html", True),
+        (b"/fish$", "/fish", True),
+        (b"/fish$", "/fish/", False),
+        (b"/*.php$", "/a/b.php", True),
+        (b"/*.php$", "/a/b.php?x", False),
+        (b"/*.php", "/a.php5", True),
+        (b"*", "/", True),
+        (b"/a*b*c", "/aXbYc", True),
+        (b"/a*b*c", "/aXcYb", False),
+        (b"/a*b$", "/abab", True),
+        (b"/a*ab$", "/ab", False),
+        (b"/a$b", "/a%24b", True),
+        (b"/a%2A", "/a%2A", True),
+    ],
+)
+def test_wildcard_rule(pattern: bytes, path: str, matches: bool) -> None:
+    assert WildcardRule(False, 1, pattern).matches(path) is matches
+
+
+def test_pattern_length_counts_wildcards_like_google() -> None:
+    assert WildcardRule(True, 3, b"/a*b$").key == (5, True, -3)
+    assert WildcardRule(False, 3, b"/%7e").key == (2, False, -3)  # "/~" after normalisation
+
+
+def test_index_html_directory() -> None:
+    assert index_html_directory(b"/dir/index.html") == b"/dir/$"
+    assert index_html_directory(b"/dir/index.htm?x") == b"/dir/$"
+    assert index_html_directory(b"/index.html/other") is None
+
+
+def _reference_best(rules: list[tuple[bool, bytes]], path: str) -> tuple[int, bool] | None:
+    best = None
+    for allow, value in rules:
+        if value and WildcardRule(allow, 1, value).matches(path):
+            key = (WildcardRule(allow, 1, value).key[0], allow)
+            best = key if best is None or key > best else best
+    return best
+
+
+@pytest.mark.parametrize("count", [3, SMALL_RULE_SET, SMALL_RULE_SET + 1, 400])
+def test_small_and_bucketed_rule_sets_decide_alike(count: int) -> None:
+    generator = random.Random(count)
+    alphabet = ["/", "a", "b", "ab", "/a", "%61", "*", "?", "=", "ツ"]
+    rules = []
+    for _ in range(count):
+        value = "/" + "".join(generator.choices(alphabet, k=generator.randint(0, 5)))
+        if generator.random() < 0.2:
+            value += "$"
+        rules.append((generator.random() < 0.5, value.encode()))
+    allows = {line: value for line, (allow, value) in enumerate(rules, 1) if allow}
+    disallows = {line: value for line, (allow, value) in enumerate(rules, 1) if not allow}
+    rule_set = RuleSet(
+        allows, disallows, [(allows, 0, len(allows)), (disallows, 0, len(disallows))]
+    )
+    for _ in range(300):
+        path = normalise_text(
+            "/" + "".join(generator.choices(alphabet[:-1], k=generator.randint(0, 6)))
+        )
+        decided = rule_set.decide(path)
+        assert (None if decided is None else decided[:2]) == _reference_best(rules, path), path
+
+
+# --- RobotsTxt laziness and records ----------------------------------------------------
+
+
+def test_selections_are_cached_per_user_agent_string_and_token() -> None:
+    rules = RobotsTxt.parse(b"user-agent: mybot\ndisallow: /x\n")
+    assert not rules.allowed("/x", "MyBot/1.0")
+    assert not rules.allowed("/x", "mybot")
+    selection = rules._selections["MyBot/1.0"]
+    assert rules._selections["mybot"] is selection
+
+
+def test_crawl_delay_of_merged_groups_is_the_first_valid_one() -> None:
+    body = (
+        b"crawl-delay: 9\n"  # before any group: ignored
+        b"user-agent: a\ncrawl-delay: soon\ndisallow: /\n"
+        b"user-agent: b\ncrawl-delay: 2\nallow: /\n"
+        b"user-agent: a\ncrawl-delay: 1.5\ndisallow:\n"
+        b"user-agent: *\ncrawl-delay: -1\n"
+    )
+    rules = RobotsTxt.parse(body)
+    assert rules.crawl_delay("a") == 1.5
+    assert rules.crawl_delay("b") == 2.0
+    assert rules.crawl_delay("c") is None
+
+
+def test_sitemaps_anywhere_in_file_order() -> None:
+    body = b"sitemap: https://a/1.xml\nuser-agent: *\nsitemap:\nSite-map: https://a/2.xml\n"
+    assert RobotsTxt.parse(body).sitemaps == ["https://a/1.xml", "https://a/2.xml"]
