@@ -20,7 +20,7 @@ that start asks for a decision; values whose first octets are not already normal
 from __future__ import annotations
 
 import re
-from itertools import islice
+from itertools import compress, islice
 
 from scrapy_rep9309.urlnorm import KEPT_AS_IS, normalise_octets
 
@@ -115,12 +115,12 @@ class _Bucket:
 
     Plain prefixes sit in a dict (prefix -> signed line: positive allows), so the
     longest one matching a path costs one lookup per distinct prefix length; the other
-    rules are tried best first. Both kinds are skipped at C speed when no prefix (or,
-    for rules starting with ``*``, no literal piece) fits the path. Compiling values
+    rules are tried best first, only those whose longest literal piece is in the path.
+    Both kinds are skipped at C speed when nothing can match. Compiling values
     that need no normalisation (the usual case) takes a handful of C-level calls.
     """
 
-    __slots__ = ("lengths", "needles", "plain", "plain_firsts", "wild", "wild_firsts")
+    __slots__ = ("lengths", "needles", "plain", "plain_firsts", "wild")
 
     def __init__(
         self, pending: _Pending, allows: dict[int, bytes], disallows: dict[int, bytes]
@@ -159,8 +159,8 @@ class _Bucket:
         self.plain_firsts = tuple(self.plain)
         self.lengths = tuple(sorted({len(first) for first in self.plain}, reverse=True))
         self.wild = tuple(wild)
-        self.wild_firsts = tuple({rule.first for rule in wild if rule.first})
-        self.needles = tuple({rule.needle() for rule in wild if not rule.first})
+        #: For each rule of ``wild``, a piece any path it matches contains.
+        self.needles = tuple(rule.needle() for rule in wild)
 
     def best(self, path: str, best: MatchKey | None) -> MatchKey | None:
         """Return the best of ``best`` and this bucket's rules matching ``path``."""
@@ -174,14 +174,12 @@ class _Bucket:
                     if best is None or key > best:
                         best = key
                     break
-        if self.wild and (
-            path.startswith(self.wild_firsts) or any(map(path.__contains__, self.needles))
-        ):
-            for rule in self.wild:
-                if best is not None and rule.key <= best:
-                    break
-                if rule.matches(path):
-                    return rule.key
+        # Only rules whose longest piece occurs in the path, picked at C speed, in order.
+        for rule in compress(self.wild, map(path.__contains__, self.needles)):
+            if best is not None and rule.key <= best:
+                break
+            if rule.matches(path):
+                return rule.key
         return best
 
 
@@ -243,14 +241,15 @@ class RuleSet:
 
     def decide(self, path: str) -> MatchKey | None:
         """Return the key of the best rule matching normalised ``path``; ``None`` if none does."""
-        key = path[:BUCKET_KEY_LENGTH]
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            best = None
-        else:
-            if bucket.__class__ is _Pending:
-                bucket = self._buckets[key] = _Bucket(bucket, self._allows, self._disallows)  # type: ignore[arg-type]
-            best = bucket.best(path, None)  # type: ignore[union-attr]
+        best = None
+        if self._buckets:
+            key = path[:BUCKET_KEY_LENGTH]
+            bucket = self._buckets.get(key)
+            if bucket is not None:
+                if bucket.__class__ is _Pending:
+                    bucket = _Bucket(bucket, self._allows, self._disallows)  # type: ignore[arg-type]
+                    self._buckets[key] = bucket
+                best = bucket.best(path, None)  # type: ignore[union-attr]
         return best if self._short is None else self._short.best(path, best)
 
     def rule_text(self, key: MatchKey) -> str:

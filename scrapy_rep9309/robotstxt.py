@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scrapy_rep9309.matcher import RuleSet, RuleSource
 from scrapy_rep9309.parser import MIN_MAX_SIZE, tokenize
-from scrapy_rep9309.urlnorm import normalised_path, utf8_octets
+from scrapy_rep9309.urlnorm import clean_http_url, normalised_path, utf8_octets
 from scrapy_rep9309.useragent import GLOBAL_TOKEN, crawler_token, group_token
 
 _ROBOTS_TXT_PATH = "/robots.txt"
@@ -234,7 +234,8 @@ class RobotsTxt:
             selection = self._select(user_agent)
         if selection is None:
             return True
-        path = normalised_path(url)
+        clean = clean_http_url(url)
+        path = clean.group(1) if clean is not None else normalised_path(url)
         if path == _ROBOTS_TXT_PATH:
             return True
         match = selection.rules.decide(path)

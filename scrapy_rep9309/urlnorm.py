@@ -23,6 +23,10 @@ _UNRESERVED_OCTETS = frozenset(
 _PATH_START = re.compile("[/?;]")
 _AUTHORITY_END = re.compile("[/?;#]")
 _CLEAN_HTTP_URL = re.compile(f"https?://[^/?;#]*(/[{KEPT_AS_IS.replace('#', '')}]*)(?:#|\\Z)")
+#: Match an ``http[s]://host/path`` URL whose path and query need no normalisation;
+#: group 1 is then the path and query. Callers on hot paths use it before
+#: :func:`normalised_path` to save a call.
+clean_http_url = _CLEAN_HTTP_URL.match
 
 
 def _normalise_match(match: re.Match[bytes]) -> bytes:
@@ -86,7 +90,7 @@ def normalised_path(url: str) -> str:
 
     One regular-expression match serves the usual ``http[s]://host/clean/path`` case.
     """
-    match = _CLEAN_HTTP_URL.match(url)
+    match = clean_http_url(url)
     if match is not None:
         return match.group(1)
     return normalise_text(path_and_query(url))
