@@ -94,6 +94,8 @@ class CrawlResult:
     downloaded_requests: list[Request] = field(default_factory=list)
     robots_parsed: list[tuple[Any, Request]] = field(default_factory=list)
     middlewares: list[Any] = field(default_factory=list)
+    # Scrapy's signal manager holds receivers weakly: the recorders live here.
+    receivers: list[Any] = field(default_factory=list, repr=False)
 
     @property
     def duration(self) -> float:
@@ -257,12 +259,8 @@ def _connect_recorders(crawler: Crawler, result: CrawlResult) -> None:
         result.spider_closed_at = time.monotonic()
         result.close_reason = reason
 
-    # The signal manager keeps weak references: keep the handlers alive with the result.
-    result.__dict__["_handlers"] = (
-        engine_started,
-        request_reached_downloader,
-        robots_parsed,
-        spider_closed,
+    result.receivers.extend(
+        [engine_started, request_reached_downloader, robots_parsed, spider_closed]
     )
     crawler.signals.connect(engine_started, signal=signals.engine_started)
     crawler.signals.connect(request_reached_downloader, signal=signals.request_reached_downloader)

@@ -29,18 +29,27 @@ def default_port_origins(servers: ServerPool) -> Iterator[tuple[ScriptedOrigin, 
     yield plain, secure
 
 
+async def _assert_separate_rules(
+    first: ScriptedOrigin, first_base: str, second: ScriptedOrigin, second_base: str
+) -> None:
+    """``first`` forbids /x, ``second`` forbids /y: each origin must get its own."""
+    first_x, first_y = first_base + "/x/1", first_base + "/y/1"
+    second_x, second_y = second_base + "/x/1", second_base + "/y/1"
+
+    result = await run_crawl([first_x, first_y, second_x, second_y])
+
+    assert result.forbidden_urls == {first_x, second_y}
+    assert result.urls == {first_y, second_x}
+    assert len(first.robots_fetches) == 1
+    assert len(second.robots_fetches) == 1
+
+
 @deferred_f_from_coro_f
 async def test_two_ports_of_one_host_have_separate_rules(servers: ServerPool) -> None:
     first = servers.add(rules(X_FORBIDDEN), host=SAME_HOST)
     second = servers.add(rules(Y_FORBIDDEN), host=SAME_HOST)
-    plan = [site.url(path) for site in (first, second) for path in ("/x/1", "/y/1")]
 
-    result = await run_crawl(plan)
-
-    assert result.forbidden_urls == {first.url("/x/1"), second.url("/y/1")}
-    assert result.urls == {first.url("/y/1"), second.url("/x/1")}
-    assert len(first.robots_fetches) == 1
-    assert len(second.robots_fetches) == 1
+    await _assert_separate_rules(first, first.base, second, second.base)
 
 
 @deferred_f_from_coro_f
@@ -49,15 +58,10 @@ async def test_http_and_https_of_one_host_have_separate_rules(
 ) -> None:
     """Scrapy's built-in keys by netloc, so https would reuse http's rules here."""
     plain, secure = default_port_origins
-    http_x, http_y = f"http://{DEFAULT_PORTS_HOST}/x/1", f"http://{DEFAULT_PORTS_HOST}/y/1"
-    https_x, https_y = f"https://{DEFAULT_PORTS_HOST}/x/1", f"https://{DEFAULT_PORTS_HOST}/y/1"
 
-    result = await run_crawl([http_x, http_y, https_x, https_y])
-
-    assert result.forbidden_urls == {http_x, https_y}
-    assert result.urls == {http_y, https_x}
-    assert len(plain.robots_fetches) == 1
-    assert len(secure.robots_fetches) == 1
+    await _assert_separate_rules(
+        plain, f"http://{DEFAULT_PORTS_HOST}", secure, f"https://{DEFAULT_PORTS_HOST}"
+    )
 
 
 @deferred_f_from_coro_f
