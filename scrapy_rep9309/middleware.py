@@ -19,36 +19,26 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.python import global_object_name
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from scrapy_rep9309.crawldelay import raise_slot_delay
-from scrapy_rep9309.fetch import FetchResult, fetch_robots_txt
+from scrapy_rep9309.fetch import FetchResult
 from scrapy_rep9309.holding import HeldRequests
+from scrapy_rep9309.lifecycle import RobotsLifecycle
 from scrapy_rep9309.origin import Origin, origin_of_netloc
 from scrapy_rep9309.report import OriginReport, summary_line
-from scrapy_rep9309.robotstxt import RobotsTxt
-from scrapy_rep9309.scrapy_parser import RobotParser
 from scrapy_rep9309.settings import Rep9309Settings, check_builtin_disabled
-from scrapy_rep9309.state import (
-    AVAILABLE,
-    UNAVAILABLE,
-    UNREACHABLE,
-    OriginRecord,
-    record_after_fetch,
-)
-from scrapy_rep9309.storage import LRUCache, MemoryOriginStore, OriginStore
+from scrapy_rep9309.state import AVAILABLE, UNREACHABLE, OriginRecord
 from scrapy_rep9309.timers import Timers
 
 if TYPE_CHECKING:
-    # typing.Self requires Python 3.11
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
-    from typing_extensions import Self
+    from typing_extensions import Self  # typing.Self requires Python 3.11
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +54,6 @@ _EXPIRY_TIMER = "expiry"
 WAIT_POLL_INTERVAL = 1.0
 
 
-class _ParsedRobotParser(RobotParser):
-    """The ``robots_parsed`` signal's ``robotparser`` argument, around rules already parsed."""
-
-    def __init__(self, rules: RobotsTxt) -> None:
-        self.rules = rules
-
-
 class RobotsTxtMiddleware:
     """Obey robots.txt per origin, holding requests outside the downloader while it is unknown."""
 
@@ -79,12 +62,11 @@ class RobotsTxtMiddleware:
         self.settings = settings
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
-        self.store: OriginStore = MemoryOriginStore(settings.cache_size, on_evict=self._evicted)
-        self._parsed: LRUCache[str, tuple[float, RobotsTxt]] = LRUCache(settings.cache_size)
+        self.lifecycle = RobotsLifecycle(
+            crawler, settings, on_answer=self._answered, still_wanted=self._waiting
+        )
         self._held = HeldRequests()
         self._timers = Timers()
-        self._fetching: dict[Origin, Deferred[None]] = {}
-        self._fetch_trigger: dict[Origin, Request] = {}
         self._waiters: dict[Origin, list[Deferred[None]]] = {}
         # Requests handed back after a fetch, with the record they waited for:
         # they are decided by it while it is valid, even if it was evicted meanwhile
@@ -132,17 +114,18 @@ class RobotsTxtMiddleware:
         request.meta[SCHEDULED_META] = True
         if request in self._released or self._dropped_as_offsite(request):
             return
-        if self._usable_record(origin) is not None:
+        if self.lifecycle.usable_record(origin) is not None:
             return
         self._hold(origin, request)
         raise IgnoreRequest(f"Held until the robots.txt of {origin} is known")
 
     def spider_idle(self, spider: Spider | None = None) -> None:
-        if len(self._held) or self._fetching:
+        if len(self._held) or self.lifecycle.busy:
             raise DontCloseSpider
 
     async def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         self._closed = True
+        self.lifecycle.close()
         self._timers.cancel_all()
         for waiters in self._waiters.values():
             for waiter in waiters:
@@ -168,7 +151,7 @@ class RobotsTxtMiddleware:
             return None
         record = self._released.pop(request, None)
         if record is None or not record.is_usable(time.time(), self.settings.stale_ttl):
-            record = self._usable_record(origin)
+            record = self.lifecycle.usable_record(origin)
         if record is None:
             if request.meta.get(SCHEDULED_META) and not request.meta.get(REQUEUED_META):
                 return self._requeue(request)
@@ -188,7 +171,7 @@ class RobotsTxtMiddleware:
     def _decide(self, origin: Origin, record: OriginRecord, request: Request) -> None:
         if record.outcome != AVAILABLE:
             return
-        rules = self._rules(str(origin), record)
+        rules = self.lifecycle.rules(origin, record)
         user_agent = self._user_agent(request)
         decision = rules.explain(request.url, user_agent)
         if not decision.allowed:
@@ -212,20 +195,6 @@ class RobotsTxtMiddleware:
                 raise_slot_delay(
                     engine.downloader, request, min(delay, self.settings.crawl_delay_max)
                 )
-
-    def _rules(self, key: str, record: OriginRecord) -> RobotsTxt:
-        cached = self._parsed.get(key)
-        if cached is not None and cached[0] == record.fetched_at:
-            return cached[1]
-        rules = RobotsTxt.parse(record.body, max_size=self.settings.max_size)
-        self._parsed.put(key, (record.fetched_at, rules))
-        return rules
-
-    def _usable_record(self, origin: Origin) -> OriginRecord | None:
-        record = self.store.get(str(origin))
-        if record is not None and record.is_usable(time.time(), self.settings.stale_ttl):
-            return record
-        return None
 
     def _user_agent(self, request: Request) -> str:
         if self.settings.user_agent:
@@ -267,8 +236,7 @@ class RobotsTxtMiddleware:
         self._held.hold(origin, request, deadline)
         self.stats.inc_value("robotstxt/deferred")
         self._report(origin).deferred += 1
-        self._fetch_trigger.setdefault(origin, request)
-        self._ensure_fetch(origin)
+        self.lifecycle.request_fetch(origin, request)
         if not self._timers.pending(_EXPIRY_TIMER):
             self._timers.schedule(_EXPIRY_TIMER, self.settings.defer_timeout, self._expire)
 
@@ -307,9 +275,9 @@ class RobotsTxtMiddleware:
             self._timers.schedule(_EXPIRY_TIMER, deadline - time.monotonic(), self._expire)
 
     def _expiry_reason(self, origin: Origin) -> str:
-        record = self.store.get(str(origin))
-        if record is not None and record.last_failure:
-            why = f"{UNREACHABLE}: {record.last_failure}"
+        failure = self.lifecycle.last_failure(origin)
+        if failure:
+            why = f"{UNREACHABLE}: {failure}"
         else:
             why = "no answer yet"
         return (
@@ -327,7 +295,7 @@ class RobotsTxtMiddleware:
         self.stats.inc_value("robotstxt/deferred")
         self._report(origin).deferred += 1
         while True:
-            record = self._usable_record(origin)
+            record = self.lifecycle.usable_record(origin)
             if record is not None:
                 self.stats.inc_value("robotstxt/deferred/released")
                 self._report(origin).released += 1
@@ -340,8 +308,7 @@ class RobotsTxtMiddleware:
                 self.stats.inc_value("robotstxt/deferred/expired")
                 self._report(origin).expired += 1
                 raise IgnoreRequest(self._expiry_reason(origin))
-            self._fetch_trigger.setdefault(origin, request)
-            self._ensure_fetch(origin)
+            self.lifecycle.request_fetch(origin, request)
             waiter: Deferred[None] = Deferred()
             self._waiters.setdefault(origin, []).append(waiter)
             timer = ("wait", id(waiter))
@@ -352,97 +319,22 @@ class RobotsTxtMiddleware:
             if waiters and waiter in waiters:
                 waiters.remove(waiter)
 
-    # -- fetching ---------------------------------------------------------------------
+    # -- answers ------------------------------------------------------------------------
 
-    def _ensure_fetch(self, origin: Origin) -> None:
-        """Start a fetch for ``origin`` unless one runs or a backoff timer will start it."""
-        retry_timer = ("retry", origin)
-        if origin in self._fetching or self._timers.pending(retry_timer):
-            return
-        record = self.store.get(str(origin))
-        wait = 0.0 if record is None else record.retry_at - time.time()
-        if record is not None and record.failures and wait > 0:
-            self._timers.schedule(retry_timer, wait, self._retry_fetch, origin)
-        else:
-            self._start_fetch(origin)
+    def _waiting(self, origin: Origin) -> bool:
+        return bool(self._held.count(origin) or self._waiters.get(origin))
 
-    def _retry_fetch(self, origin: Origin) -> None:
-        """Backoff over: fetch again if requests still wait (else the next one will)."""
-        if self._held.count(origin) or self._waiters.get(origin):
-            self._start_fetch(origin)
-        else:
-            self._fetch_trigger.pop(origin, None)
-
-    def _start_fetch(self, origin: Origin) -> None:
-        if self._closed or origin in self._fetching:
-            return
-        record = self.store.get(str(origin))
-        if record is not None and record.answered and not record.failures:
-            self.stats.inc_value("robotstxt/refreshed")
-        self._report(origin)
-        trigger = self._fetch_trigger.get(origin)
-        fetch = deferred_from_coro(self._fetch(origin, trigger))
-        fetch.addErrback(self._fetch_failed, origin)
-        if not fetch.called:
-            self._fetching[origin] = fetch
-
-    def _fetch_failed(self, failure: Failure, origin: Origin) -> None:
-        logger.error(
-            "Handling the robots.txt of %s failed",
-            origin,
-            exc_info=(failure.type, failure.value, failure.getTracebackObject()),
-        )
-
-    async def _fetch(self, origin: Origin, trigger: Request | None) -> None:
-        proxy = trigger.meta.get("proxy") if trigger is not None else None
-        user_agent = trigger.headers.get(b"User-Agent") if trigger is not None else None
-        try:
-            result = await fetch_robots_txt(
-                self.crawler, origin, self.settings, proxy=proxy, user_agent=user_agent
-            )
-        except Exception as exc:  # a bug or an unexpected middleware error: never crawl blind
-            logger.exception("Fetching the robots.txt of %s failed", origin)
-            error = global_object_name(type(exc))
-            result = FetchResult(origin, UNREACHABLE, None, b"", (), origin.robots_url, error=error)
-        finally:
-            self._fetching.pop(origin, None)
-        if not self._closed:
-            await self._apply(origin, result, trigger)
-
-    async def _apply(self, origin: Origin, result: FetchResult, trigger: Request | None) -> None:
-        """Store the outcome, then release held requests or schedule the next attempt."""
-        now = time.time()
-        key = str(origin)
-        record = record_after_fetch(self.store.get(key), result, self.settings, now)
-        self.store.put(key, record)
+    async def _answered(self, origin: Origin, record: OriginRecord, result: FetchResult) -> None:
+        """A fetch ended: report it, release held requests if it is usable, wake waiters."""
         report = self._report(origin)
         report.outcome = record.outcome
         report.status = result.status
+        now = time.time()
         self._log_outcome(origin, result, record, now)
-        if result.outcome in (AVAILABLE, UNAVAILABLE):
-            await self._send_robots_parsed(self._rules(key, record), trigger)
-        if self._closed:
-            return
-        waiting = bool(self._held.count(origin) or self._waiters.get(origin))
         if record.is_usable(now, self.settings.stale_ttl):
-            self._fetch_trigger.pop(origin, None)
             self._release(origin, record)
-        elif waiting:
-            self._timers.schedule(
-                ("retry", origin), record.retry_at - now, self._retry_fetch, origin
-            )
-        else:
-            self._fetch_trigger.pop(origin, None)
         for waiter in self._waiters.pop(origin, []):
             _fire(waiter)
-
-    async def _send_robots_parsed(self, rules: RobotsTxt, trigger: Request | None) -> None:
-        signal = getattr(signals, "robots_parsed", None)
-        if signal is None:  # Scrapy < 2.18
-            return
-        await self.crawler.signals.send_catch_log_async(
-            signal=signal, robotparser=_ParsedRobotParser(rules), request=trigger
-        )
 
     def _log_outcome(
         self, origin: Origin, result: FetchResult, record: OriginRecord, now: float
@@ -481,10 +373,6 @@ class RobotsTxtMiddleware:
         if report is None:
             report = self._reports[origin] = OriginReport(str(origin))
         return report
-
-    def _evicted(self, key: str) -> None:
-        self.stats.inc_value("robotstxt/evicted")
-        self._parsed.delete(key)
 
 
 def _skipped(request: Request) -> bool:
