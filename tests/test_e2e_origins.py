@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from twisted.internet.error import CannotListenError
 
-from tests.crawl import run_crawl
+from tests.crawl import BUILTIN_ENABLED, OURS_ENABLED, CrawlResult, run_crawl
 from tests.servers import ScriptedOrigin, ServerPool, rules
 
 X_FORBIDDEN = "User-agent: *\nDisallow: /x\n"
@@ -80,14 +81,52 @@ async def test_default_port_written_or_not_is_one_origin(
 
 
 @deferred_f_from_coro_f
+async def test_host_case_does_not_make_another_origin(servers: ServerPool) -> None:
+    """``LOCALHOST`` and ``localhost`` are one host (the built-in keys them apart)."""
+    site = servers.add(rules(X_FORBIDDEN), host="127.0.0.1")
+    upper, lower = f"http://LOCALHOST:{site.port}", f"http://localhost:{site.port}"
+    plan = [upper + "/x/1", upper + "/y/1", lower + "/x/2", lower + "/y/2"]
+
+    result = await run_crawl(plan)
+
+    assert len(site.robots_fetches) == 1
+    assert site.crawled_paths() == {"/y/1", "/y/2"}
+    assert len(result.forbidden_urls) == 2
+
+
+async def _crawl_fifty_at_once(
+    servers: ServerPool, enable: dict[str, Any] = OURS_ENABLED
+) -> tuple[CrawlResult, ScriptedOrigin, list[str], list[str]]:
+    """50 requests to one new origin (40 allowed, 10 disallowed), all at once."""
+    site = servers.add(rules("User-agent: *\nDisallow: /private\n", delay=0.3))
+    pages = site.urls(f"/page/{n}" for n in range(40))
+    private = site.urls(f"/private/{n}" for n in range(10))
+    plan = [url for pair in zip(pages[:10], private, strict=True) for url in pair] + pages[10:]
+    result = await run_crawl(plan, enable=enable)
+    return result, site, pages, private
+
+
+@deferred_f_from_coro_f
 async def test_fifty_simultaneous_requests_to_a_new_origin_fetch_once(
     servers: ServerPool,
 ) -> None:
-    site = servers.add(rules("User-agent: *\nDisallow: /private\n", delay=0.3))
-    pages = site.urls(f"/page/{n}" for n in range(50))
-
-    result = await run_crawl(pages)
+    result, site, pages, private = await _crawl_fifty_at_once(servers)
 
     assert len(site.robots_fetches) == 1
     assert result.urls == set(pages)
-    assert result.failures == []
+    assert result.forbidden_urls == set(private)
+    assert site.crawled_paths() == {f"/page/{n}" for n in range(40)}
+
+
+@deferred_f_from_coro_f
+async def test_builtin_lets_through_requests_that_wait_for_robots_txt(
+    servers: ServerPool,
+) -> None:
+    """Documented contrast (Scrapy 2.19, asyncio reactor): every request that waits
+    on a robots.txt still being fetched, but the first, is allowed unchecked: the
+    pending Deferred is turned into a Future per waiter, and ``Deferred.asFuture``
+    passes None down the callback chain to the next waiter."""
+    result, site, _, private = await _crawl_fifty_at_once(servers, BUILTIN_ENABLED)
+
+    assert len(site.robots_fetches) == 1
+    assert set(private) & result.urls, "the built-in now checks every waiting request"

@@ -9,7 +9,7 @@ import pytest
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from tests.crawl import run_crawl
+from tests.crawl import BUILTIN_ENABLED, run_crawl
 from tests.servers import Reply, ServerPool, rules
 
 PRIVATE_RULES = "# shop\nUser-agent: *\nDisallow: /private\nAllow: /\n"
@@ -105,18 +105,19 @@ async def test_503_twice_then_200_releases_deferred_requests(servers: ServerPool
 
 
 @pytest.mark.parametrize(
-    ("headers", "min_gap", "max_gap"),
+    ("status", "headers", "min_gap", "max_gap"),
     [
-        ({"Retry-After": "1"}, 0.9, 2.5),
-        ({}, 0.1, 0.8),
+        (503, {"Retry-After": "1"}, 0.9, 2.5),
+        (429, {"Retry-After": "1"}, 0.9, 2.5),
+        (503, {}, 0.1, 0.8),
     ],
-    ids=["retry-after", "no-retry-after"],
+    ids=["503-retry-after", "429-retry-after", "no-retry-after"],
 )
 @deferred_f_from_coro_f
 async def test_retry_after_sets_the_refetch_time(
-    servers: ServerPool, headers: dict[str, str], min_gap: float, max_gap: float
+    servers: ServerPool, status: int, headers: dict[str, str], min_gap: float, max_gap: float
 ) -> None:
-    site = servers.add([Reply(503, "busy", headers), rules(PERMISSIVE)])
+    site = servers.add([Reply(status, "busy", headers), rules(PERMISSIVE)])
     page = site.url("/page/1")
 
     result = await run_crawl([page], {"REP9309_RETRY_DELAY": 0.2})
@@ -141,3 +142,25 @@ async def test_unreachable_backoff_doubles_up_to_the_cap(servers: ServerPool) ->
     assert gaps[1] == pytest.approx(0.4, abs=0.15)
     assert all(gap <= 0.8 + 0.15 for gap in gaps), gaps
     assert gaps[2] == pytest.approx(0.8, abs=0.15)
+
+
+@pytest.mark.parametrize(
+    ("robots", "crawled"),
+    [(rules("User-agent: *\nDisallow: /\n", status=404), False), (Reply(503, PERMISSIVE), True)],
+    ids=["404-page-read-as-rules", "503-crawled-anyway"],
+)
+@deferred_f_from_coro_f
+async def test_builtin_reads_error_pages_as_rules(
+    servers: ServerPool, robots: Reply, crawled: bool
+) -> None:
+    """Documented contrast: what Scrapy's middleware does with the same answers.
+
+    One request only: see test_e2e_origins for what the built-in does to the
+    others that arrive while robots.txt is on its way.
+    """
+    site = servers.add(robots)
+    page = site.url("/public/1")
+
+    result = await run_crawl([page], enable=BUILTIN_ENABLED)
+
+    assert result.urls == ({page} if crawled else set())
