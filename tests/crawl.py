@@ -19,6 +19,7 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 from twisted.python.failure import Failure
 
@@ -217,6 +218,14 @@ def make_crawler(settings: Mapping[str, Any]) -> Crawler:
     return Crawler(PlanSpider, dict(settings))
 
 
+async def start_crawl(crawler: Crawler, **spider_kwargs: Any) -> None:
+    """Run ``crawler`` to its end (``crawl_async`` is Scrapy >= 2.14)."""
+    if hasattr(crawler, "crawl_async"):
+        await crawler.crawl_async(**spider_kwargs)
+    else:
+        await maybe_deferred_to_future(crawler.crawl(**spider_kwargs))
+
+
 async def run_crawl(
     plan: Iterable[PlanItem],
     settings: Mapping[str, Any] | None = None,
@@ -234,15 +243,23 @@ async def run_crawl(
     for name in _CAPTURED_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG)
     try:
-        await crawler.crawl_async(plan=list(plan), result=result)
+        await start_crawl(crawler, plan=list(plan), result=result)
     finally:
         root.removeHandler(handler)
         for name, level in previous_levels.items():
             logging.getLogger(name).setLevel(level)
         result.finished = time.monotonic()
-        if crawler.stats is not None:
-            result.stats = dict(crawler.stats.get_stats())
+        result.stats = _stats_of(crawler)
     return result
+
+
+def _stats_of(crawler: Crawler) -> dict[str, Any]:
+    """The crawl's stats; empty when it failed before its stats collector existed."""
+    try:
+        stats = crawler.stats
+    except RuntimeError:  # Scrapy >= 2.19: a late attribute not set yet
+        return {}
+    return dict(stats.get_stats()) if stats is not None else {}
 
 
 def _connect_recorders(crawler: Crawler, result: CrawlResult) -> None:

@@ -17,6 +17,7 @@ from tests.crawl import (
     make_crawler,
     ours_class,
     run_crawl,
+    start_crawl,
 )
 from tests.servers import ServerPool, rules
 
@@ -63,7 +64,7 @@ async def test_builtin_left_enabled_fails_at_startup() -> None:
     crawler = make_crawler(crawl_settings({"DOWNLOADER_MIDDLEWARES": {OURS: 100}}))
 
     with pytest.raises(Exception, match=BUILTIN.replace(".", r"\.")) as raised:
-        await crawler.crawl_async(plan=[])
+        await start_crawl(crawler, plan=[])
 
     # The message says how to remove it: the built-in's path mapped to None.
     assert "None" in str(raised.value)
@@ -89,4 +90,4 @@ async def test_invalid_setting_fails_at_startup_naming_it(name: str, value: obje
     crawler = make_crawler(crawl_settings(OURS_ENABLED, {name: value}))
 
     with pytest.raises(Exception, match=name):
-        await crawler.crawl_async(plan=[])
+        await start_crawl(crawler, plan=[])
