@@ -112,9 +112,9 @@ class RobotsTxtMiddleware:
         if origin is None:  # counted in process_request
             return
         request.meta[SCHEDULED_META] = True
-        if request in self._released or self._dropped_as_offsite(request):
+        if self.lifecycle.usable_record(origin) is not None or request in self._released:
             return
-        if self.lifecycle.usable_record(origin) is not None:
+        if self._dropped_as_offsite(request):
             return
         self._hold(origin, request)
         raise IgnoreRequest(f"Held until the robots.txt of {origin} is known")
