@@ -20,19 +20,21 @@ that start asks for a decision; values whose first octets are not already normal
 from __future__ import annotations
 
 import re
-from itertools import compress, islice
+from itertools import compress, groupby
+from operator import itemgetter
 
 from scrapy_rep9309.urlnorm import KEPT_AS_IS, normalise_octets
 
 BUCKET_KEY_LENGTH = 4
 #: ``(pattern length in octets, is_allow, -line number)``: larger is better.
 MatchKey = tuple[int, bool, int]
-#: Where a group's rules are: a rule table (line number -> value) and a slice of it.
-RuleSource = tuple[dict[int, bytes], int, int]
 
 _NOT_KEPT_AS_IS = re.compile(f"[^{KEPT_AS_IS}]".encode("ascii"))
 _NOT_KEPT_EXCEPT_STAR = re.compile(f"[^*{KEPT_AS_IS}]".encode("ascii"))
 _NOT_KEPT_OR_NEWLINE = re.compile(f"[^\\n{KEPT_AS_IS}]".encode("ascii"))
+_FIRST_OCTETS = itemgetter(slice(0, BUCKET_KEY_LENGTH))
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 _KEPT_OCTETS = bytes(octet for octet in range(128) if not _NOT_KEPT_AS_IS.match(bytes((octet,))))
 
 
@@ -146,6 +148,9 @@ class _Bucket:
                 self.plain.update(zip(prefixes, map(sign.__mul__, lines), strict=True))
                 continue
             for line, value in zip(lines, values, strict=True):
+                if _NOT_KEPT_AS_IS.search(value) is None:
+                    self.plain[value.decode("ascii")] = sign * line
+                    continue
                 rule = WildcardRule(sign > 0, line, value)
                 if rule.is_plain_prefix:
                     self.plain[rule.first] = sign * line
@@ -189,43 +194,40 @@ SMALL_RULE_SET = 64
 
 
 class RuleSet:
-    """The rules of the group(s) that apply to one crawler, ready for decisions."""
+    """The rules of the group(s) that apply to one crawler, ready for decisions.
+
+    ``allows`` and ``disallows`` map line numbers to values as written.
+    """
 
     __slots__ = ("_allows", "_buckets", "_disallows", "_short")
 
-    def __init__(
-        self, allows: dict[int, bytes], disallows: dict[int, bytes], sources: list[RuleSource]
-    ) -> None:
+    def __init__(self, allows: dict[int, bytes], disallows: dict[int, bytes]) -> None:
         self._allows = allows
         self._disallows = disallows
         self._buckets: dict[str, _Bucket | _Pending] = {}
         self._short: _Bucket | None = None
-        if sum(stop - start for _, start, stop in sources) <= SMALL_RULE_SET:
-            allow_lines: list[int] = []
-            disallow_lines: list[int] = []
-            for table, start, stop in sources:
-                lines = allow_lines if table is allows else disallow_lines
-                lines += islice(table.keys(), start, stop)
-            if allow_lines or disallow_lines:
-                self._short = _Bucket(
-                    _Pending(allow_lines, disallow_lines, None), allows, disallows
-                )
+        if len(allows) + len(disallows) <= SMALL_RULE_SET:
+            if allows or disallows:
+                pending = _Pending(list(allows), list(disallows), None)
+                self._short = _Bucket(pending, allows, disallows)
             return
+        # File lines by their first octets with C-level sorting and grouping.
         by_octets: dict[bytes, _Pending] = {}
-        for table, start, stop in sources:
-            is_allow = table is allows
-            for line, value in islice(table.items(), start, stop):
-                octets = value[:BUCKET_KEY_LENGTH]
+        for table, is_allow in ((allows, True), (disallows, False)):
+            pairs = sorted(zip(map(_FIRST_OCTETS, table.values()), table.keys(), strict=True))
+            for octets, same_octets in groupby(pairs, key=_FIRST):
                 pending = by_octets.get(octets)
                 if pending is None:
                     pending = by_octets[octets] = _Pending([], [], [])
-                (pending.allows if is_allow else pending.disallows).append(line)
-                if is_allow and b"/index.htm" in value:
-                    directory = index_html_directory(value)
-                    if directory is not None:
-                        octets = directory[:BUCKET_KEY_LENGTH]
-                        pending = by_octets.setdefault(octets, _Pending([], [], []))
-                        pending.index_pages.append(line)  # type: ignore[union-attr]
+                lines = pending.allows if is_allow else pending.disallows
+                lines += map(_SECOND, same_octets)
+        if b"/index.htm" in b"\n".join(allows.values()):
+            for line, value in allows.items():
+                directory = index_html_directory(value)
+                if directory is not None:
+                    octets = directory[:BUCKET_KEY_LENGTH]
+                    pending = by_octets.setdefault(octets, _Pending([], [], []))
+                    pending.index_pages.append(line)  # type: ignore[union-attr]
         short = _Pending([], [], [])
         for octets, pending in by_octets.items():
             # Only octets that need no normalisation (and hold no "*" or "$") are

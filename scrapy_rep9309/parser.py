@@ -141,8 +141,48 @@ _KIND_OF_KEY: dict[bytes, int] = {
 }
 
 
+def prepare(body: bytes, max_size: int = MIN_MAX_SIZE) -> bytes:
+    """The part of ``body`` that is read: size-limited, without a leading byte order mark."""
+    return skip_bom(limit_size(body, max_size))
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Split on CR, LF and CRLF (one line each) and cut lines to :data:`MAX_LINE_OCTETS`."""
+    lines = data.splitlines()
+    if len(data) > MAX_LINE_OCTETS:
+        lines = [line[:MAX_LINE_OCTETS] for line in lines]
+    return lines
+
+
+def classify(line: bytes) -> tuple[str, bytes] | None:
+    """Return ``(kind, value)`` of one line's record (kinds as handler method names).
+
+    ``None`` for a line without a record; ``("unknown", value)`` for an unknown key.
+    """
+    record = split_record(line)
+    if record is None:
+        return None
+    key, value = record
+    return (key_kind(key.lower()) or "unknown", value)
+
+
+def line_number_at(data: bytes, offset: int) -> int:
+    """1-based number of the line starting at ``offset`` (CR, LF and CRLF end one line each)."""
+    return (
+        data.count(b"\n", 0, offset)
+        + data.count(b"\r", 0, offset)
+        - data.count(b"\r\n", 0, offset)
+        + 1
+    )
+
+
 def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZE) -> None:
     """Send each record of ``body`` to ``handler``; never raises because of the content."""
+    tokenize_lines(split_lines(prepare(body, max_size)), handler)
+
+
+def tokenize_lines(lines: list[bytes], handler: RobotsTxtHandler, first_line_no: int = 1) -> None:
+    """Send each record of ``lines`` (numbered from ``first_line_no``) to ``handler``."""
     emitters = (
         handler.user_agent,
         handler.allow,
@@ -152,11 +192,7 @@ def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZ
     )
     unknown = handler.unknown
     kind_of_key = _KIND_OF_KEY
-    body = skip_bom(limit_size(body, max_size))
-    lines = body.splitlines()
-    if len(body) > MAX_LINE_OCTETS:
-        lines = [line[:MAX_LINE_OCTETS] for line in lines]
-    for line_no, line in enumerate(lines, 1):
+    for line_no, line in enumerate(lines, first_line_no):
         # Fast path, taken by most lines: "key: value" with a known key (which holds no "#").
         key, colon, value = line.partition(b":")
         if colon:
@@ -178,12 +214,12 @@ def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZ
             uncommented = line.partition(b"#")[0]
             if len(uncommented.split(None, 2)) != 2:
                 continue
-        record = split_record(line)
+        record = classify(line)
         if record is None:
             continue
-        key, value = record
-        kind_name = key_kind(key.lower())
-        if kind_name is not None:
+        kind_name, value = record
+        if kind_name != "unknown":
             getattr(handler, kind_name)(line_no, value)
         elif unknown is not None:
+            key = split_record(line)[0]  # type: ignore[index]
             unknown(line_no, key, value)

@@ -1,19 +1,28 @@
 """Parsed robots.txt rules and decisions: the public API of the package.
 
-Parsing only records groups as raw bytes; a group's patterns are normalised and
-compiled the first time a crawler they apply to asks for a decision, and the selected
-rules are cached per crawler token. Most robots.txt files are asked about by one
-crawler only, so most groups are never compiled.
+Parsing is lazy, because most files are asked about by one crawler and most of their
+lines are other crawlers' groups, comments or HTML. ``RobotsTxt.parse`` only finds the
+user-agent lines (a C-speed search for ``agent``, each hit checked by the tokenizer's
+own rule) and from them the groups, as byte ranges. The first decision for a crawler
+tokenizes just the groups that apply to it, and :mod:`scrapy_rep9309.matcher` compiles
+just the rules the URL needs. Everything is cached per crawler.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 
-from scrapy_rep9309.matcher import RuleSet, RuleSource
-from scrapy_rep9309.parser import MIN_MAX_SIZE, tokenize
+from scrapy_rep9309.matcher import RuleSet
+from scrapy_rep9309.parser import (
+    MAX_LINE_OCTETS,
+    MIN_MAX_SIZE,
+    classify,
+    line_number_at,
+    prepare,
+    split_lines,
+    tokenize_lines,
+)
 from scrapy_rep9309.urlnorm import clean_http_url, normalised_path, utf8_octets
 from scrapy_rep9309.useragent import GLOBAL_TOKEN, crawler_token, group_token
 
@@ -34,20 +43,18 @@ class Decision:
 
 
 class _Group:
-    """One group as read: its user-agent values and where its records are.
+    """One group: its user-agent values and the bytes of its lines.
 
-    Rules are not copied per group: a group owns the slice of the (file-ordered) allow
-    and disallow tables recorded between its first user-agent line and the next group's,
-    and the crawl-delay lines in that range of lines.
+    A group runs from its first user-agent line to the next group's first one (or the
+    end of the file): that range holds all its rules and crawl-delay lines.
     """
 
-    __slots__ = ("agents", "allows", "disallows", "lines")
+    __slots__ = ("agents", "end", "start")
 
-    def __init__(self, line: int, first_agent: bytes, allow_start: int, disallow_start: int):
+    def __init__(self, start: int, first_agent: bytes) -> None:
+        self.start = start
+        self.end = -1
         self.agents = [first_agent]
-        self.allows = [allow_start, allow_start]
-        self.disallows = [disallow_start, disallow_start]
-        self.lines = [line, sys.maxsize]
 
     def names(self, token: str) -> bool:
         """Whether a user-agent line of this group names ``token`` (or ``*``)."""
@@ -58,61 +65,85 @@ class _Group:
         )
 
 
-class _GroupBuilder:
-    """Parser handler that turns records into groups (RFC 9309 section 2.1-2.2.1).
+def _records_of_kind(body: bytes, kind: str, needle: bytes) -> list[tuple[int, int, bytes]]:
+    """``(line start, line end, value)`` of every ``kind`` record, in file order.
 
-    Every handler method except ``user_agent`` is a plain ``dict.__setitem__`` (line
-    number -> value): they run for most lines of every file, so they cost no Python
-    call. A user-agent line starts a new group when a rule was recorded since the
-    current group started; rules before the first user-agent line belong to no group.
+    Every such line contains ``needle`` (case-insensitively) within its first
+    :data:`MAX_LINE_OCTETS` octets, so only lines where a C-speed search finds it are
+    tokenized, by the same rule as :func:`scrapy_rep9309.parser.tokenize` uses.
     """
+    lowered = body.lower()
+    has_cr = b"\r" in body
+    records = []
+    found = lowered.find(needle)
+    while found >= 0:
+        start = lowered.rfind(b"\n", 0, found) + 1
+        end = lowered.find(b"\n", found)
+        if end < 0:
+            end = len(lowered)
+        if has_cr:
+            start = max(start, lowered.rfind(b"\r", start, found) + 1)
+            carriage_return = lowered.find(b"\r", found, end)
+            end = end if carriage_return < 0 else carriage_return
+        record = classify(body[start : min(end, start + MAX_LINE_OCTETS)])
+        if record is not None and record[0] == kind:
+            records.append((start, end, record[1]))
+        found = lowered.find(needle, end)
+    return records
 
-    __slots__ = (
-        "_current",
-        "allow",
-        "allows",
-        "crawl_delay",
-        "crawl_delays",
-        "disallow",
-        "disallows",
-        "groups",
-        "sitemap",
-        "sitemaps",
-    )
-    #: Unknown records are ignored (and, per RFC 9309, do not end a group).
+
+def _has_rule(lines: list[bytes]) -> bool:
+    """Whether any of ``lines`` is an allow or disallow record (even an empty one)."""
+    for line in lines:
+        record = classify(line)
+        if record is not None and record[0] in ("allow", "disallow"):
+            return True
+    return False
+
+
+def _find_groups(body: bytes) -> list[_Group]:
+    """The groups of ``body`` (RFC 9309 2.1): consecutive user-agent lines start one, and a
+    user-agent line after a rule starts the next. Rules before the first one belong to none.
+    """
+    groups: list[_Group] = []
+    previous_end = 0
+    for start, end, agent in _records_of_kind(body, "user_agent", b"agent"):
+        if groups and not _has_rule(split_lines(body[previous_end:start])):
+            groups[-1].agents.append(agent)
+        else:
+            if groups:
+                groups[-1].end = start
+            groups.append(_Group(start, agent))
+        previous_end = end
+    if groups:
+        groups[-1].end = len(body)
+    return groups
+
+
+class _RuleCollector:
+    """Tokenizer handler keeping the rules and crawl-delays of the groups that apply."""
+
+    __slots__ = ("allow", "allows", "crawl_delay", "crawl_delays", "disallow", "disallows")
     unknown = None
 
     def __init__(self) -> None:
-        self.groups: list[_Group] = []
         self.allows: dict[int, bytes] = {}
         self.disallows: dict[int, bytes] = {}
-        self.sitemaps: dict[int, bytes] = {}
-        self.crawl_delays: dict[int, bytes] = {}
+        self.crawl_delays: list[bytes] = []
+        # C-level methods: these run once per rule line.
         self.allow = self.allows.__setitem__
         self.disallow = self.disallows.__setitem__
-        self.sitemap = self.sitemaps.__setitem__
-        self.crawl_delay = self.crawl_delays.__setitem__
-        self._current: _Group | None = None
+
+        def crawl_delay(line_no: int, value: bytes) -> None:
+            self.crawl_delays.append(value)
+
+        self.crawl_delay = crawl_delay
 
     def user_agent(self, line_no: int, value: bytes) -> None:
-        allows, disallows = len(self.allows), len(self.disallows)
-        current = self._current
-        if current is not None and (current.allows[0], current.disallows[0]) == (allows, disallows):
-            current.agents.append(value)
-            return
-        self._close_group(line_no)
-        self._current = _Group(line_no, value, allows, disallows)
-        self.groups.append(self._current)
+        """The group's own user-agent lines: already known."""
 
-    def _close_group(self, next_line: int) -> None:
-        if self._current is not None:
-            self._current.allows[1] = len(self.allows)
-            self._current.disallows[1] = len(self.disallows)
-            self._current.lines[1] = next_line
-
-    def finish(self) -> None:
-        self._close_group(sys.maxsize)
-        self._current = None
+    def sitemap(self, line_no: int, value: bytes) -> None:
+        """Sitemaps are read from the whole file by :attr:`RobotsTxt.sitemaps`."""
 
 
 def _parse_delay(value: bytes) -> float | None:
@@ -128,41 +159,39 @@ class _Selection:
 
     __slots__ = ("_crawl_delays", "_groups", "rules")
 
-    def __init__(self, groups: list[_Group], robots: _GroupBuilder) -> None:
+    def __init__(self, groups: list[_Group], body: bytes) -> None:
         self._groups = groups
-        self._crawl_delays = robots.crawl_delays
-        sources: list[RuleSource] = []
+        collector = _RuleCollector()
         for group in groups:
-            sources.append((robots.allows, *group.allows))
-            sources.append((robots.disallows, *group.disallows))
-        self.rules = RuleSet(robots.allows, robots.disallows, sources)
+            lines = split_lines(body[group.start : group.end])
+            tokenize_lines(lines, collector, line_number_at(body, group.start))
+        self._crawl_delays = collector.crawl_delays
+        self.rules = RuleSet(collector.allows, collector.disallows)
 
     @property
     def user_agents(self) -> tuple[str, ...]:
-        agents = (
-            agent.decode("utf-8", "replace") for group in self._groups for agent in group.agents
-        )
-        return tuple(dict.fromkeys(agents))
+        agents = (agent for group in self._groups for agent in group.agents)
+        return tuple(dict.fromkeys(agent.decode("utf-8", "replace") for agent in agents))
 
     @property
     def crawl_delay(self) -> float | None:
         """The first valid ``Crawl-delay`` of the groups, in file order."""
-        for line, value in self._crawl_delays.items():
-            if any(start <= line < end for start, end in (group.lines for group in self._groups)):
-                delay = _parse_delay(value)
-                if delay is not None:
-                    return delay
+        for value in self._crawl_delays:
+            delay = _parse_delay(value)
+            if delay is not None:
+                return delay
         return None
 
 
 class RobotsTxt:
     """The rules of one robots.txt file, as RFC 9309 reads them."""
 
-    __slots__ = ("_by_token", "_records", "_selections")
+    __slots__ = ("_body", "_by_token", "_groups", "_selections")
 
-    def __init__(self, records: _GroupBuilder) -> None:
-        records.finish()
-        self._records = records
+    def __init__(self, body: bytes) -> None:
+        #: The octets read (size-limited, without byte order mark).
+        self._body = body
+        self._groups = _find_groups(body)
         #: Lower-cased product token -> what applies to it; filled on demand.
         self._by_token: dict[str, _Selection | None] = {}
         #: The same, keyed by the user_agent string exactly as callers pass it.
@@ -182,15 +211,15 @@ class RobotsTxt:
             )
         if isinstance(body, str):
             body = utf8_octets(body)
-        records = _GroupBuilder()
-        tokenize(body, records, max_size)
-        return cls(records)
+        return cls(prepare(body, max_size))
 
     @property
     def sitemaps(self) -> list[str]:
         """Every non-empty ``Sitemap:`` value, in file order, wherever it appeared."""
         return [
-            value.decode("utf-8", "replace") for value in self._records.sitemaps.values() if value
+            value.decode("utf-8", "replace")
+            for _, _, value in _records_of_kind(self._body, "sitemap", b"site")
+            if value
         ]
 
     def _select(self, user_agent: str) -> _Selection | None:
@@ -199,13 +228,11 @@ class RobotsTxt:
         try:
             selection = self._by_token[token]
         except KeyError:
-            all_groups = self._records.groups
-            groups = [group for group in all_groups if token and group.names(token)]
+            groups = [group for group in self._groups if token and group.names(token)]
             if not groups or token == GLOBAL_TOKEN:
-                groups = [group for group in all_groups if group.names(GLOBAL_TOKEN)]
-            selection = self._by_token[token] = (
-                _Selection(groups, self._records) if groups else None
-            )
+                groups = [group for group in self._groups if group.names(GLOBAL_TOKEN)]
+            selection = _Selection(groups, self._body) if groups else None
+            self._by_token[token] = selection
         self._selections[user_agent] = selection
         return selection
 

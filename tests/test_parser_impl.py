@@ -320,9 +320,7 @@ def test_small_and_bucketed_rule_sets_decide_alike(count: int) -> None:
         rules.append((generator.random() < 0.5, value.encode()))
     allows = {line: value for line, (allow, value) in enumerate(rules, 1) if allow}
     disallows = {line: value for line, (allow, value) in enumerate(rules, 1) if not allow}
-    rule_set = RuleSet(
-        allows, disallows, [(allows, 0, len(allows)), (disallows, 0, len(disallows))]
-    )
+    rule_set = RuleSet(allows, disallows)
     for _ in range(300):
         path = normalise_text(
             "/" + "".join(generator.choices(alphabet[:-1], k=generator.randint(0, 6)))
