@@ -14,10 +14,7 @@ from functools import lru_cache
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-try:  # IDNA 2008 + UTS 46, installed with Scrapy (through tldextract)
-    import idna as _idna
-except ImportError:  # pragma: no cover - depends on the environment
-    _idna = None  # type: ignore[assignment]
+import idna
 
 DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443}
 _ASCII_HOST = re.compile(r"[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*")
@@ -39,10 +36,9 @@ def normalize_host(host: str) -> str | None:
 
 
 def _to_ascii(host: str) -> str | None:
+    """IDNA 2008 with UTS 46 mapping, as browsers and Scrapy's URL handling do."""
     try:
-        if _idna is not None:
-            return _idna.encode(host, uts46=True).decode("ascii").lower()
-        return host.encode("idna").decode("ascii").lower()
+        return idna.encode(host, uts46=True).decode("ascii").lower()
     except (UnicodeError, ValueError):
         return None
 
