@@ -24,7 +24,7 @@ from scrapy_rep9309.parser import (
     tokenize_lines,
 )
 from scrapy_rep9309.urlnorm import clean_http_url, normalised_path, utf8_octets
-from scrapy_rep9309.useragent import GLOBAL_TOKEN, crawler_token, group_token
+from scrapy_rep9309.useragent import crawler_token, is_product_token
 
 _ROBOTS_TXT_PATH = "/robots.txt"
 
@@ -56,24 +56,31 @@ class _Group:
         self.end = -1
         self.agents = [first_agent]
 
-    def names(self, token: str) -> bool:
-        """Whether a user-agent line of this group names ``token`` (or ``*``)."""
-        prefix = token.encode("ascii", "replace")
+    def names(self, token: bytes) -> bool:
+        """Whether a user-agent line of this group names ``token``, a valid lower-case
+        product token or ``*`` (RFC 9309 2.2.1; see :func:`~.useragent.group_token`).
+        """
+        size = len(token)
+        if token == b"*":
+            return any(
+                agent[:1] == b"*" and (len(agent) == 1 or agent[1] in _WHITESPACE)
+                for agent in self.agents
+            )
         return any(
-            agent[: len(prefix)].lower() == prefix and group_token(agent.decode("latin-1")) == token
+            agent[:size].lower() == token and (len(agent) == size or agent[size] not in _TOKEN)
             for agent in self.agents
         )
 
 
-def _records_of_kind(body: bytes, kind: str, needle: bytes) -> list[tuple[int, int, bytes]]:
-    """``(line start, line end, value)`` of every ``kind`` record, in file order.
+def _records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> list[_Record]:
+    """``(line start, line end, value)`` of every ``kind`` record of ``lines``, in order.
 
-    Every such line contains ``needle`` (case-insensitively) within its first
-    :data:`MAX_LINE_OCTETS` octets, so only lines where a C-speed search finds it are
-    tokenized, by the same rule as :func:`scrapy_rep9309.parser.tokenize` uses.
+    Every such line contains ``needle`` (lower-case) within its first
+    :data:`MAX_LINE_OCTETS` octets, so only lines where a C-speed search of
+    ``lowered`` (``lines.lower()``) finds it are tokenized, by the rule
+    :func:`~.parser.tokenize` uses.
     """
-    lowered = body.lower()
-    has_cr = b"\r" in body
+    has_cr = b"\r" in lines
     records = []
     found = lowered.find(needle)
     while found >= 0:
@@ -85,7 +92,7 @@ def _records_of_kind(body: bytes, kind: str, needle: bytes) -> list[tuple[int, i
             start = max(start, lowered.rfind(b"\r", start, found) + 1)
             carriage_return = lowered.find(b"\r", found, end)
             end = end if carriage_return < 0 else carriage_return
-        record = classify(body[start : min(end, start + MAX_LINE_OCTETS)])
+        record = classify(lines[start : min(end, start + MAX_LINE_OCTETS)])
         if record is not None and record[0] == kind:
             records.append((start, end, record[1]))
         found = lowered.find(needle, end)
@@ -95,19 +102,26 @@ def _records_of_kind(body: bytes, kind: str, needle: bytes) -> list[tuple[int, i
 def _has_rule(lines: list[bytes]) -> bool:
     """Whether any of ``lines`` is an allow or disallow record (even an empty one)."""
     for line in lines:
-        record = classify(line)
-        if record is not None and record[0] in ("allow", "disallow"):
-            return True
+        if line:
+            record = classify(line)
+            if record is not None and record[0] in _RULE_KINDS:
+                return True
     return False
 
 
-def _find_groups(body: bytes) -> list[_Group]:
+_Record = tuple[int, int, bytes]
+_RULE_KINDS = ("allow", "disallow")
+_WHITESPACE = frozenset(b" \t\n\v\f\r")
+_TOKEN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
+
+
+def _find_groups(body: bytes, lowered: bytes) -> list[_Group]:
     """The groups of ``body`` (RFC 9309 2.1): consecutive user-agent lines start one, and a
     user-agent line after a rule starts the next. Rules before the first one belong to none.
     """
     groups: list[_Group] = []
     previous_end = 0
-    for start, end, agent in _records_of_kind(body, "user_agent", b"agent"):
+    for start, end, agent in _records_of_kind(body, lowered, "user_agent", b"agent"):
         if groups and not _has_rule(split_lines(body[previous_end:start])):
             groups[-1].agents.append(agent)
         else:
@@ -191,7 +205,7 @@ class RobotsTxt:
     def __init__(self, body: bytes) -> None:
         #: The octets read (size-limited, without byte order mark).
         self._body = body
-        self._groups = _find_groups(body)
+        self._groups = _find_groups(body, body.lower())
         #: Lower-cased product token -> what applies to it; filled on demand.
         self._by_token: dict[str, _Selection | None] = {}
         #: The same, keyed by the user_agent string exactly as callers pass it.
@@ -216,11 +230,8 @@ class RobotsTxt:
     @property
     def sitemaps(self) -> list[str]:
         """Every non-empty ``Sitemap:`` value, in file order, wherever it appeared."""
-        return [
-            value.decode("utf-8", "replace")
-            for _, _, value in _records_of_kind(self._body, "sitemap", b"site")
-            if value
-        ]
+        records = _records_of_kind(self._body, self._body.lower(), "sitemap", b"site")
+        return [value.decode("utf-8", "replace") for _, _, value in records if value]
 
     def _select(self, user_agent: str) -> _Selection | None:
         """Find (and cache) the merged groups that apply to ``user_agent`` (RFC 9309 2.2.1)."""
@@ -228,9 +239,12 @@ class RobotsTxt:
         try:
             selection = self._by_token[token]
         except KeyError:
-            groups = [group for group in self._groups if token and group.names(token)]
-            if not groups or token == GLOBAL_TOKEN:
-                groups = [group for group in self._groups if group.names(GLOBAL_TOKEN)]
+            octets = token.encode("ascii", "replace")
+            groups = []
+            if is_product_token(token):
+                groups = [group for group in self._groups if group.names(octets)]
+            if not groups:
+                groups = [group for group in self._groups if group.names(b"*")]
             selection = _Selection(groups, self._body) if groups else None
             self._by_token[token] = selection
         self._selections[user_agent] = selection

@@ -33,6 +33,11 @@ def group_token(value: str) -> str:
     return match.group(0).lower() if match else ""
 
 
+def is_product_token(token: str) -> bool:
+    """Whether ``token`` is a non-empty run of ``[A-Za-z_-]``, as product tokens are."""
+    return _TOKEN.fullmatch(token) is not None and token != ""
+
+
 @lru_cache(maxsize=256)
 def crawler_token(user_agent: str) -> str:
     """Return the lower-cased product token a crawler identifies itself with.
