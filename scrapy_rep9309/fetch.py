@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 SIZE_BUDGET_META = "_rep9309_size_budget"
+#: The stat counting fetches that ended without rules, by outcome.
+OUTCOME_STATS = {UNAVAILABLE: "robotstxt/unavailable", UNREACHABLE: "robotstxt/unreachable"}
 # Meta of every robots.txt request: other middlewares must neither follow,
 # retry, filter nor size-limit it; this module does all of that itself.
 ROBOTS_REQUEST_META: dict[str, Any] = {
@@ -221,6 +223,6 @@ def _count(crawler: Crawler, result: FetchResult) -> FetchResult:
     assert stats is not None
     if result.truncated:
         stats.inc_value("robotstxt/truncated")
-    if result.outcome != AVAILABLE:
-        stats.inc_value(f"robotstxt/{result.outcome}")
+    if result.outcome in OUTCOME_STATS:
+        stats.inc_value(OUTCOME_STATS[result.outcome])
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from tests._readme import undocumented_stats
 from tests.crawl import Wait, run_crawl
 from tests.servers import Reply, ServerPool, rules
 
@@ -32,6 +33,7 @@ async def test_expired_rules_are_refetched_and_applied(
     assert result.urls == {site.url("/a/1"), site.url("/b/2")}
     assert result.forbidden_urls == {site.url("/b/1"), site.url("/a/2")}
     assert result.stat("robotstxt/refreshed") >= 1
+    assert undocumented_stats(set(result.stats)) == set()
 
 
 @deferred_f_from_coro_f
@@ -52,6 +54,7 @@ async def test_least_recently_used_origin_is_evicted_and_refetched(servers: Serv
     assert len(first.robots_fetches) == 2
     assert len(second.robots_fetches) == 1
     assert result.stat("robotstxt/evicted") >= 1
+    assert undocumented_stats(set(result.stats)) == set()
     assert result.urls == {first.url("/b/1"), second.url("/a/1"), first.url("/b/2")}
     assert result.forbidden_urls == {first.url("/a/2")}
 

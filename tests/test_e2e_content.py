@@ -6,6 +6,7 @@ import logging
 
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from tests._readme import undocumented_stats
 from tests.crawl import run_crawl
 from tests.servers import ServerPool, rules
 
@@ -37,6 +38,7 @@ async def test_huge_robots_txt_is_cut_at_the_parse_limit(servers: ServerPool) ->
     assert result.forbidden_urls == {early}
     assert result.urls == {late}, "a rule past the parse limit must be ignored"
     assert result.stat("robotstxt/truncated") == 1
+    assert undocumented_stats(set(result.stats)) == set()
     (fetch,) = site.robots_fetches
     assert fetch.connection_lost, "the download should stop, not run to the end"
     assert fetch.bytes_sent < len(body)
