@@ -179,6 +179,8 @@ class _Bucket:
                     if best is None or key > best:
                         best = key
                     break
+        if not self.wild:
+            return best
         # Only rules whose longest piece occurs in the path, picked at C speed, in order.
         for rule in compress(self.wild, map(path.__contains__, self.needles)):
             if best is not None and rule.key <= best:
