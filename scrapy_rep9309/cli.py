@@ -22,10 +22,11 @@ from scrapy_rep9309.explain import (
     exit_status,
     judge,
 )
+from scrapy_rep9309.fetchresult import DEFAULT_MAX_SIZE
 from scrapy_rep9309.origin import Origin
 from scrapy_rep9309.robotstxt import RobotsTxt
 from scrapy_rep9309.state import AVAILABLE
-from scrapy_rep9309.urlfetch import DEFAULT_MAX_SIZE, fetch_robots
+from scrapy_rep9309.urlfetch import fetch_robots
 
 #: The product token of Scrapy's default USER_AGENT ("Scrapy/VERSION (+https://scrapy.org)").
 DEFAULT_USER_AGENT = "Scrapy"

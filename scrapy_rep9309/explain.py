@@ -8,9 +8,9 @@ of Scrapy imports: ``check`` must start fast.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 from urllib.parse import urlsplit
 
+from scrapy_rep9309.fetchresult import FetchResult
 from scrapy_rep9309.robotstxt import RobotsTxt
 from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE
 from scrapy_rep9309.useragent import crawler_token
@@ -21,25 +21,6 @@ OUTCOME_MEANING = {
     UNAVAILABLE: "no rules, everything allowed; RFC 9309 2.3.1.3",
     UNREACHABLE: "everything disallowed until it answers; RFC 9309 2.3.1.4",
 }
-
-
-class FetchOutcome(Protocol):
-    """The parts of a robots.txt fetch the report shows (``fetch.FetchResult`` has them)."""
-
-    @property
-    def outcome(self) -> str: ...
-    @property
-    def status(self) -> int | None: ...
-    @property
-    def body(self) -> bytes: ...
-    @property
-    def redirects(self) -> tuple[str, ...]: ...
-    @property
-    def final_url(self) -> str: ...
-    @property
-    def truncated(self) -> bool: ...
-    @property
-    def error(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +60,7 @@ def judge(url: str, user_agent: str, outcome: str, rules: RobotsTxt | None) -> V
     return Verdict(url, decision.allowed, rule, group)
 
 
-def describe_fetch(robots_url: str, result: FetchOutcome) -> list[str]:
+def describe_fetch(robots_url: str, result: FetchResult) -> list[str]:
     """Lines saying how a robots.txt fetch went: status, redirects, size, outcome."""
     status = "none" if result.status is None else str(result.status)
     lines = [

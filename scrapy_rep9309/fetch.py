@@ -9,21 +9,24 @@ parse limit instead of downloading a huge file whole (RFC 9309 2.3.1.2-2.5).
 from __future__ import annotations
 
 import logging
-import time
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
-from w3lib.url import safe_url_string
 
-from scrapy_rep9309.cachecontrol import parse_cache_control, parse_retry_after
-from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE, outcome_of_status
+from scrapy_rep9309.fetchresult import (
+    FetchResult,
+    answered,
+    failed,
+    redirect_target,
+    refused_redirect,
+    unfollowable,
+)
+from scrapy_rep9309.state import UNAVAILABLE, UNREACHABLE
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -34,7 +37,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+__all__ = ["FetchResult", "fetch_robots_txt"]
+
 SIZE_BUDGET_META = "_rep9309_size_budget"
 #: The stat counting fetches that ended without rules, by outcome.
 OUTCOME_STATS = {UNAVAILABLE: "robotstxt/unavailable", UNREACHABLE: "robotstxt/unreachable"}
@@ -49,23 +53,6 @@ ROBOTS_REQUEST_META: dict[str, Any] = {
     "download_maxsize": 0,
     "download_warnsize": 0,
 }
-
-
-@dataclass(frozen=True)
-class FetchResult:
-    """How a robots.txt fetch ended (see the README behaviour table)."""
-
-    origin: Origin
-    outcome: str
-    status: int | None
-    body: bytes
-    redirects: tuple[str, ...]
-    final_url: str
-    truncated: bool = False
-    error: str | None = None
-    retry_after: float | None = None
-    max_age: float | None = None
-    no_store: bool = False
 
 
 class _SizeBudget:
@@ -151,21 +138,17 @@ async def fetch_robots_txt(
             error = global_object_name(type(exc))
             stats.inc_value(f"robotstxt/exception_count/{error}")
             logger.debug("robots.txt %s failed: %s (%s)", url, error, exc)
-            return _count(
-                crawler,
-                FetchResult(origin, UNREACHABLE, None, b"", tuple(redirects), url, error=error),
-            )
+            return _count(crawler, failed(origin, url, tuple(redirects), error))
         stats.inc_value("robotstxt/response_count")
         stats.inc_value(f"robotstxt/response_status_count/{response.status}")
-        target = _redirect_target(response)
+        target = redirect_target(response.url, response.status, response.headers.get(b"Location"))
         if target is None:
-            return _count(crawler, _classify(origin, response, tuple(redirects), settings))
-        reason = _unfollowable(target, visited, len(redirects), settings.max_redirects)
+            return _count(crawler, _answered(origin, response, tuple(redirects), settings))
+        reason = unfollowable(target, visited, len(redirects), settings.max_redirects)
         if reason is not None:
-            logger.debug("robots.txt %s redirect %s: %s -> unavailable", origin, reason, target)
+            logger.debug("robots.txt of %s unavailable: %s", origin, reason)
             return _count(
-                crawler,
-                FetchResult(origin, UNAVAILABLE, response.status, b"", tuple(redirects), url),
+                crawler, refused_redirect(origin, response.status, url, tuple(redirects), reason)
             )
         stats.inc_value("robotstxt/redirects")
         redirects.append(target)
@@ -173,49 +156,20 @@ async def fetch_robots_txt(
         url = target
 
 
-def _redirect_target(response: Response) -> str | None:
-    """The absolute URL a redirect points to, None if ``response`` is not a redirect."""
-    if response.status not in REDIRECT_STATUSES or b"Location" not in response.headers:
-        return None
-    location = safe_url_string(response.headers[b"Location"].decode("latin-1").strip())
-    return urljoin(response.url, location).split("#", 1)[0]
-
-
-def _unfollowable(target: str, visited: set[str], hops: int, max_hops: int) -> str | None:
-    """Why a redirect to ``target`` is not followed (the robots.txt is then unavailable)."""
-    if target in visited:
-        return "loop"
-    if hops >= max_hops:
-        return "too many redirects"
-    if urlsplit(target).scheme not in ("http", "https"):
-        return "not http(s)"
-    return None
-
-
-def _classify(
+def _answered(
     origin: Origin, response: Response, redirects: tuple[str, ...], settings: Rep9309Settings
 ) -> FetchResult:
-    status = response.status
-    cache = parse_cache_control(response.headers.getlist(b"Cache-Control"))
-    common: dict[str, Any] = {
-        "origin": origin,
-        "status": status,
-        "redirects": redirects,
-        "final_url": response.url,
-        "max_age": cache.max_age,
-        "no_store": cache.no_store,
-    }
-    outcome = outcome_of_status(status)
-    if outcome == AVAILABLE:
-        body = response.body
-        truncated = "download_stopped" in response.flags or len(body) > settings.max_size
-        return FetchResult(
-            outcome=AVAILABLE, body=body[: settings.max_size], truncated=truncated, **common
-        )
-    if outcome == UNAVAILABLE:
-        return FetchResult(outcome=UNAVAILABLE, body=b"", **common)
-    retry_after = parse_retry_after(response.headers.get(b"Retry-After"), time.time())
-    return FetchResult(outcome=UNREACHABLE, body=b"", retry_after=retry_after, **common)
+    body = response.body
+    return answered(
+        origin,
+        response.status,
+        body[: settings.max_size],
+        redirects=redirects,
+        final_url=response.url,
+        truncated="download_stopped" in response.flags or len(body) > settings.max_size,
+        cache_control=response.headers.getlist(b"Cache-Control"),
+        retry_after=response.headers.get(b"Retry-After"),
+    )
 
 
 def _count(crawler: Crawler, result: FetchResult) -> FetchResult:

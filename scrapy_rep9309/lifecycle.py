@@ -17,13 +17,13 @@ from scrapy import signals
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.python import global_object_name
 
-from scrapy_rep9309.fetch import FetchResult, fetch_robots_txt
+from scrapy_rep9309.fetch import fetch_robots_txt
+from scrapy_rep9309.fetchresult import FetchResult, failed
 from scrapy_rep9309.robotstxt import RobotsTxt
 from scrapy_rep9309.scrapy_parser import RobotParser
 from scrapy_rep9309.state import (
     AVAILABLE,
     UNAVAILABLE,
-    UNREACHABLE,
     OriginRecord,
     record_after_fetch,
 )
@@ -159,7 +159,7 @@ class RobotsLifecycle:
         except Exception as exc:  # a bug or an unexpected middleware error: never crawl blind
             logger.exception("Fetching the robots.txt of %s failed", origin)
             error = global_object_name(type(exc))
-            result = FetchResult(origin, UNREACHABLE, None, b"", (), origin.robots_url, error=error)
+            result = failed(origin, origin.robots_url, (), error)
         finally:
             self._fetching.pop(origin, None)
         if not self._closed:

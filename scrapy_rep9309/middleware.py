@@ -24,8 +24,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from scrapy_rep9309.crawlagent import crawl_user_agent
 from scrapy_rep9309.crawldelay import raise_slot_delay
-from scrapy_rep9309.fetch import FetchResult
 from scrapy_rep9309.holding import HeldRequests
 from scrapy_rep9309.lifecycle import RobotsLifecycle
 from scrapy_rep9309.origin import Origin, origin_of_netloc
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
     from typing_extensions import Self  # typing.Self requires Python 3.11
+
+    from scrapy_rep9309.fetchresult import FetchResult
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +96,7 @@ class RobotsTxtMiddleware:
     # -- signals ---------------------------------------------------------------
 
     def spider_opened(self, spider: Spider) -> None:
-        self._default_user_agent = self._crawl_user_agent(spider)
+        self._default_user_agent = crawl_user_agent(self.crawler.settings, spider)
         engine = self.crawler.engine
         if engine is not None:
             self._offsite = [
@@ -197,24 +199,13 @@ class RobotsTxtMiddleware:
                 )
 
     def _user_agent(self, request: Request) -> str:
+        """ROBOTSTXT_USER_AGENT, else the request's own header, else the crawl's."""
         if self.settings.user_agent:
             return self.settings.user_agent
         header = request.headers.get(b"User-Agent")
         if header:
             return header.decode("latin-1")
         return self._default_user_agent
-
-    def _crawl_user_agent(self, spider: Spider) -> str:
-        """The User-Agent a request without its own header is sent with.
-
-        DefaultHeadersMiddleware (400) runs before UserAgentMiddleware (500),
-        so DEFAULT_REQUEST_HEADERS wins over the spider attribute and USER_AGENT.
-        """
-        settings = self.crawler.settings
-        for name, value in (settings.getdict("DEFAULT_REQUEST_HEADERS") or {}).items():
-            if str(name).lower() == "user-agent" and value:
-                return value.decode("latin-1") if isinstance(value, bytes) else str(value)
-        return str(getattr(spider, "user_agent", None) or settings.get("USER_AGENT") or "")
 
     def _origin_of(self, request: Request) -> Origin | None:
         origin = _origin_key(request)

@@ -16,7 +16,9 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
-MIN_MAX_SIZE = 512000
+from scrapy_rep9309.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIZE
+
+MIN_MAX_SIZE = DEFAULT_MAX_SIZE
 BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 THIS_MIDDLEWARE = "scrapy_rep9309.RobotsTxtMiddleware"
 
@@ -32,7 +34,7 @@ class Rep9309Settings:
     user_agent: str | None = None
     cache_ttl: float = 86400.0
     max_size: int = MIN_MAX_SIZE
-    max_redirects: int = 5
+    max_redirects: int = DEFAULT_MAX_REDIRECTS
     retry_delay: float = 60.0
     retry_max_delay: float = 3600.0
     defer_timeout: float = 3600.0

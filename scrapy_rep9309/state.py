@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scrapy_rep9309.fetch import FetchResult
+    from scrapy_rep9309.fetchresult import FetchResult
     from scrapy_rep9309.settings import Rep9309Settings
 
 AVAILABLE = "available"

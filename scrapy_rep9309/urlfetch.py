@@ -1,10 +1,10 @@
 """Fetch a robots.txt with urllib, classified the way the middleware classifies it.
 
-Used by ``python -m scrapy_rep9309 check``, which runs without Scrapy's engine:
-redirects are followed here (so cross-host hops and loops are seen), the body
-is read up to the size limit and no further, and the status decides the
-outcome: 2xx "available", 4xx except 429 "unavailable" (allow all), 429, 5xx,
-any other status and network errors "unreachable" (disallow all).
+Used by ``python -m scrapy_rep9309 check``, which runs without Scrapy's engine
+(and must not import it): redirects are followed here (so cross-host hops and
+loops are seen) and the body is read up to the size limit and no further; the
+redirect rules and the classification are ``fetchresult``'s, shared with the
+middleware's fetcher.
 """
 
 from __future__ import annotations
@@ -15,39 +15,23 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from email.message import Message
 from typing import IO
-from urllib.parse import urljoin, urlsplit
 
-from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE
+from scrapy_rep9309.fetchresult import (
+    DEFAULT_MAX_REDIRECTS,
+    DEFAULT_MAX_SIZE,
+    FetchResult,
+    answered,
+    failed,
+    redirect_target,
+    refused_redirect,
+    unfollowable,
+)
+from scrapy_rep9309.origin import Origin
 
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-DEFAULT_MAX_SIZE = 512000
-DEFAULT_MAX_REDIRECTS = 5
 PROGRESS_INTERVAL = 5.0
 _CHUNK = 65536
-
-
-@dataclass(frozen=True)
-class UrlFetchResult:
-    """How a robots.txt fetch ended (same field names as ``fetch.FetchResult``)."""
-
-    outcome: str
-    status: int | None
-    body: bytes
-    redirects: tuple[str, ...]
-    final_url: str
-    truncated: bool = False
-    error: str | None = None
-
-
-def classify(status: int) -> str:
-    """Outcome of a final (non-redirect) HTTP status, per RFC 9309 section 2.3.1."""
-    if 200 <= status < 300:
-        return AVAILABLE
-    if 400 <= status < 500 and status != 429:
-        return UNAVAILABLE
-    return UNREACHABLE
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -65,8 +49,14 @@ def fetch_robots(
     max_size: int = DEFAULT_MAX_SIZE,
     max_redirects: int = DEFAULT_MAX_REDIRECTS,
     progress: Callable[[str], None] = lambda message: None,
-) -> UrlFetchResult:
-    """Fetch ``url`` following at most ``max_redirects`` redirects; never raises for HTTP."""
+) -> FetchResult:
+    """Fetch ``url`` following at most ``max_redirects`` redirects; never raises for HTTP.
+
+    ``url`` must be an http(s) URL (ValueError otherwise); the result's origin is its origin.
+    """
+    origin = Origin.from_url(url)
+    if origin is None:
+        raise ValueError(f"not an http(s) URL: {url!r}")
     opener = urllib.request.build_opener(_NoRedirects)
     redirects: list[str] = []
     seen = {url}
@@ -74,22 +64,27 @@ def fetch_robots(
     while True:
         progress(f"fetching {current}")
         try:
-            status, location, body, truncated = _get(
+            status, headers, body, truncated = _get(
                 opener, current, user_agent, timeout, max_size, progress
             )
         except (OSError, ValueError) as exc:
-            error = _describe_error(exc)
-            return UrlFetchResult(UNREACHABLE, None, b"", tuple(redirects), current, error=error)
-        if status not in REDIRECT_STATUSES or location is None:
-            outcome = classify(status)
-            return UrlFetchResult(outcome, status, body, tuple(redirects), current, truncated)
-        target = urljoin(current, location)
-        problem = _redirect_problem(target, seen, len(redirects), max_redirects)
+            return failed(origin, current, tuple(redirects), _describe_error(exc))
+        target = redirect_target(current, status, headers.get("Location"))
+        if target is None:
+            return answered(
+                origin,
+                status,
+                body,
+                redirects=tuple(redirects),
+                final_url=current,
+                truncated=truncated,
+                cache_control=headers.get_all("Cache-Control") or [],
+                retry_after=headers.get("Retry-After"),
+            )
+        problem = unfollowable(target, seen, len(redirects), max_redirects)
         if problem is not None:
             progress(f"{status} redirect to {target}: {problem}")
-            return UrlFetchResult(
-                UNAVAILABLE, status, b"", tuple(redirects), current, error=problem
-            )
+            return refused_redirect(origin, status, current, tuple(redirects), problem)
         progress(f"{status} redirect to {target}")
         redirects.append(target)
         seen.add(target)
@@ -104,17 +99,6 @@ def _describe_error(exc: Exception) -> str:
     return f"{type(reason).__module__}.{type(reason).__qualname__}: {reason}"
 
 
-def _redirect_problem(target: str, seen: set[str], hops: int, max_redirects: int) -> str | None:
-    """Why a redirect must not be followed (RFC 9309 2.3.1.2: give up, allow all)."""
-    if urlsplit(target).scheme not in ("http", "https"):
-        return f"redirect to a non-HTTP URL: {target}"
-    if target in seen:
-        return f"redirect loop back to {target}"
-    if hops >= max_redirects:
-        return f"more than {max_redirects} redirects"
-    return None
-
-
 def _get(
     opener: urllib.request.OpenerDirector,
     url: str,
@@ -122,8 +106,8 @@ def _get(
     timeout: float,
     max_size: int,
     progress: Callable[[str], None],
-) -> tuple[int, str | None, bytes, bool]:
-    """One GET: status, Location header, body up to ``max_size``, whether it was cut."""
+) -> tuple[int, Message, bytes, bool]:
+    """One GET: status, headers, body up to ``max_size``, whether it was cut."""
     request = urllib.request.Request(url, headers={"User-Agent": user_agent})
     with _still_waiting(url, progress):
         try:
@@ -132,7 +116,7 @@ def _get(
             response = error
         with response:
             body, truncated = _read_limited(response, max_size)
-            return response.status, response.headers.get("Location"), body, truncated
+            return response.status, response.headers, body, truncated
 
 
 def _read_limited(response: IO[bytes], max_size: int) -> tuple[bytes, bool]:

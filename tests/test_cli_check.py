@@ -54,6 +54,21 @@ def test_all_allowed_exits_0_and_names_rule_line_group(robots_file: Path) -> Non
     assert "user agent  Scrapy (product token: scrapy)" in result.stdout
 
 
+def test_check_runs_without_importing_scrapy_or_twisted(robots_file: Path) -> None:
+    """The tool is for a quick answer anywhere: the engine's imports would cost seconds."""
+    result = run(["-X", "importtime", *check(str(robots_file), "/products/1")])
+
+    assert result.returncode == 0, result.stderr
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert {"scrapy_rep9309.cli", "scrapy_rep9309.urlfetch"} <= imported
+    heavy = {name for name in imported if name.split(".")[0] in ("scrapy", "twisted")}
+    assert heavy == set()
+
+
 def test_any_disallowed_exits_1(robots_file: Path) -> None:
     result = run(check(str(robots_file), "/products/1", "/private/orders?id=3"))
 

@@ -21,6 +21,7 @@ from scrapy.utils.spider import DefaultSpider, spidercls_for_request
 from twisted.internet.defer import DeferredList
 from twisted.internet.task import LoopingCall
 
+from scrapy_rep9309.crawlagent import crawl_user_agent
 from scrapy_rep9309.explain import describe_fetch, describe_user_agent, exit_status, judge
 from scrapy_rep9309.origin import Origin
 from scrapy_rep9309.robotstxt import RobotsTxt
@@ -33,28 +34,12 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from scrapy_rep9309.explain import Verdict
-    from scrapy_rep9309.fetch import FetchResult
+    from scrapy_rep9309.fetchresult import FetchResult
 
 logger = logging.getLogger(__name__)
 
 EXIT_FAILED = 2
 PROGRESS_INTERVAL = 5.0
-
-
-def crawl_user_agent(settings: BaseSettings, spider: Spider | None = None) -> str:
-    """The User-Agent robots.txt is obeyed for, chosen as the middleware chooses it.
-
-    ``ROBOTSTXT_USER_AGENT``, else ``DEFAULT_REQUEST_HEADERS["User-Agent"]``, else the
-    spider's ``user_agent`` attribute, else ``USER_AGENT`` (the order in which Scrapy's
-    header middlewares would set it; a request's own header does not exist here).
-    """
-    configured = settings.get("ROBOTSTXT_USER_AGENT")
-    if configured:
-        return str(configured)
-    for name, value in settings.getdict("DEFAULT_REQUEST_HEADERS").items():
-        if str(name).lower() == "user-agent" and value:
-            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
-    return str(getattr(spider, "user_agent", None) or settings.get("USER_AGENT") or "Scrapy")
 
 
 class OriginFetches:
@@ -170,7 +155,11 @@ class Command(ScrapyCommand):
     def _report(
         self, fetches: OriginFetches, origins: dict[Origin, list[str]], user_agent: str | None
     ) -> int:
-        agent = user_agent or crawl_user_agent(fetches.crawler.settings, fetches.crawler.spider)
+        agent = (
+            user_agent
+            or fetches.settings.user_agent
+            or crawl_user_agent(fetches.crawler.settings, fetches.crawler.spider)
+        )
         verdicts: list[Verdict] = []
         blocks: list[str] = []
         for origin, urls in origins.items():
