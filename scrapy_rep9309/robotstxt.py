@@ -27,6 +27,7 @@ from scrapy_rep9309.urlnorm import clean_http_url, normalised_path, utf8_octets
 from scrapy_rep9309.useragent import crawler_token, is_product_token
 
 _ROBOTS_TXT_PATH = "/robots.txt"
+_MAX_CACHED_USER_AGENTS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,15 +144,11 @@ class _RuleCollector:
     def __init__(self) -> None:
         self.allows: dict[int, bytes] = {}
         self.disallows: dict[int, bytes] = {}
-        self.crawl_delays: list[bytes] = []
-        # C-level methods: these run once per rule line.
+        self.crawl_delays: dict[int, bytes] = {}
+        # C-level methods (line number -> value): these run once per rule line.
         self.allow = self.allows.__setitem__
         self.disallow = self.disallows.__setitem__
-
-        def crawl_delay(line_no: int, value: bytes) -> None:
-            self.crawl_delays.append(value)
-
-        self.crawl_delay = crawl_delay
+        self.crawl_delay = self.crawl_delays.__setitem__
 
     def user_agent(self, line_no: int, value: bytes) -> None:
         """The group's own user-agent lines: already known."""
@@ -179,7 +176,7 @@ class _Selection:
         for group in groups:
             lines = split_lines(body[group.start : group.end])
             tokenize_lines(lines, collector, line_number_at(body, group.start))
-        self._crawl_delays = collector.crawl_delays
+        self._crawl_delays = list(collector.crawl_delays.values())
         self.rules = RuleSet(collector.allows, collector.disallows)
 
     @property
@@ -247,6 +244,8 @@ class RobotsTxt:
                 groups = [group for group in self._groups if group.names(b"*")]
             selection = _Selection(groups, self._body) if groups else None
             self._by_token[token] = selection
+        if len(self._selections) >= _MAX_CACHED_USER_AGENTS:  # e.g. a rotating User-Agent
+            self._selections.clear()
         self._selections[user_agent] = selection
         return selection
 
