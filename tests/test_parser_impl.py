@@ -357,3 +357,98 @@ def test_crawl_delay_of_merged_groups_is_the_first_valid_one() -> None:
 def test_sitemaps_anywhere_in_file_order() -> None:
     body = b"sitemap: https://a/1.xml\nuser-agent: *\nsitemap:\nSite-map: https://a/2.xml\n"
     assert RobotsTxt.parse(body).sitemaps == ["https://a/1.xml", "https://a/2.xml"]
+
+
+# --- lazy group discovery against an eager reference -------------------------------------
+
+
+class EagerGroups:
+    """Reference handler: groups built from every tokenizer event, as RFC 9309 2.1 says."""
+
+    unknown = None
+
+    def __init__(self) -> None:
+        self.groups: list[tuple[list[bytes], list[tuple[int, bool, bytes]]]] = []
+        self.open = False
+
+    def user_agent(self, line_no: int, value: bytes) -> None:
+        if self.groups and self.open:
+            self.groups[-1][0].append(value)
+        else:
+            self.groups.append(([value], []))
+            self.open = True
+
+    def _rule(self, line_no: int, value: bytes, allow: bool) -> None:
+        if self.groups:
+            self.groups[-1][1].append((line_no, allow, value))
+            self.open = False
+
+    def allow(self, line_no: int, value: bytes) -> None:
+        self._rule(line_no, value, True)
+
+    def disallow(self, line_no: int, value: bytes) -> None:
+        self._rule(line_no, value, False)
+
+    def sitemap(self, line_no: int, value: bytes) -> None:
+        pass
+
+    def crawl_delay(self, line_no: int, value: bytes) -> None:
+        pass
+
+
+def _eager_decision(body: bytes, token: str, path: str) -> tuple[bool, int | None]:
+    reference = EagerGroups()
+    tokenize(body, reference)
+    named = [rules for agents, rules in reference.groups if token in map(_agent_token, agents)]
+    if not named:
+        named = [rules for agents, rules in reference.groups if "*" in map(_agent_token, agents)]
+    best: tuple[int, bool, int] | None = None
+    for line, allow, value in (rule for rules in named for rule in rules):
+        if value and WildcardRule(allow, line, value).matches(path):
+            key = WildcardRule(allow, line, value).key
+            best = key if best is None or key > best else best
+    return (True, None) if best is None else (best[1], -best[2])
+
+
+def _agent_token(agent: bytes) -> str:
+    return group_token(agent.decode("latin-1"))
+
+
+_LINES = st.sampled_from(
+    [
+        b"User-agent: mybot",
+        b"user-agent: *",
+        b"USERAGENT: MyBot/2",
+        b"user agent: other",
+        b"user-agent mybot",
+        b"# user-agent: mybot",
+        b"the agent is here",
+        b"Disallow: /a",
+        b"disallow /b",
+        b"Allow: /a/b",
+        b"dissalow: /c",
+        b"disallaw: /",
+        b"Disallow:",
+        b"allow: /a$",
+        b"Disallow: /*b",
+        b"Sitemap: /site",
+        b"crawl-delay: 1",
+        b"",
+        b"  ",
+        b"<html> agent allow",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_LINES, st.sampled_from([b"\n", b"\r\n", b"\r"])), max_size=14),
+    st.sampled_from(["mybot", "other", "nobody"]),
+    st.sampled_from(["/", "/a", "/a/b", "/b", "/c", "/ab", "/site"]),
+)
+def test_lazy_groups_decide_like_an_eager_reference(
+    lines: list[tuple[bytes, bytes]], token: str, path: str
+) -> None:
+    body = b"".join(line + end for line, end in lines)
+    decision = RobotsTxt.parse(body).explain(path, token)
+    assert (decision.allowed, decision.line) == _eager_decision(body, token, path)
