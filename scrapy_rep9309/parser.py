@@ -2,8 +2,9 @@
 
 Like ``robots.cc`` in Google's library, the tokenizer knows nothing about groups or
 matching: it finds ``key: value`` records and calls a handler. Keeping the two apart
-lets :mod:`scrapy_rep9309.robotstxt` build groups while other handlers (statistics,
-linting) reuse the same reading rules.
+lets :mod:`scrapy_rep9309.robotstxt` read single lines (:func:`classify`) and just the
+ranges of lines it needs (:func:`tokenize_lines`), and lets other handlers (statistics,
+linting) reuse the same reading rules (:func:`tokenize`).
 
 Reading rules (RFC 9309 section 2.2, plus Google's leniency):
 
