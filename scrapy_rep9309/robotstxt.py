@@ -100,18 +100,29 @@ def _records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> 
     return records
 
 
-def _has_rule(lines: list[bytes]) -> bool:
-    """Whether any of ``lines`` is an allow or disallow record (even an empty one)."""
-    for line in lines:
-        if line:
-            record = classify(line)
-            if record is not None and record[0] in _RULE_KINDS:
-                return True
-    return False
+def _has_rule(body: bytes, start: int, end: int) -> bool:
+    """Whether a line of ``body[start:end]`` is an allow or disallow record (even empty).
+
+    A rule usually follows its user-agent lines at once: look at the first few lines
+    before splitting a whole group (thousands of lines) into a list.
+    """
+    glimpse_end = min(end, start + _GLIMPSE)
+    lines = split_lines(body[start:glimpse_end])
+    if glimpse_end < end:
+        lines = lines[:-1]  # may be cut short
+    if any(_is_rule(line) for line in lines):
+        return True
+    return glimpse_end < end and any(map(_is_rule, split_lines(body[start:end])))
+
+
+def _is_rule(line: bytes) -> bool:
+    record = classify(line) if line else None
+    return record is not None and record[0] in _RULE_KINDS
 
 
 _Record = tuple[int, int, bytes]
 _RULE_KINDS = ("allow", "disallow")
+_GLIMPSE = 1024
 _WHITESPACE = frozenset(b" \t\n\v\f\r")
 _TOKEN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
 
@@ -123,7 +134,7 @@ def _find_groups(body: bytes, lowered: bytes) -> list[_Group]:
     groups: list[_Group] = []
     previous_end = 0
     for start, end, agent in _records_of_kind(body, lowered, "user_agent", b"agent"):
-        if groups and not _has_rule(split_lines(body[previous_end:start])):
+        if groups and not _has_rule(body, previous_end, start):
             groups[-1].agents.append(agent)
         else:
             if groups:

@@ -452,3 +452,18 @@ def test_lazy_groups_decide_like_an_eager_reference(
     body = b"".join(line + end for line, end in lines)
     decision = RobotsTxt.parse(body).explain(path, token)
     assert (decision.allowed, decision.line) == _eager_decision(body, token, path)
+
+
+def test_long_gaps_between_user_agent_lines() -> None:
+    filler = b"# filler\n" * 200
+    body = b"user-agent: a\n" + filler + b"disallow: /x\nuser-agent: b\ndisallow: /y\n"
+    rules = RobotsTxt.parse(body)
+    assert (rules.allowed("/x", "a"), rules.allowed("/y", "a")) == (False, True)
+    assert (rules.allowed("/x", "b"), rules.allowed("/y", "b")) == (True, False)
+    # A colon-less line cut where the first look at a gap ends must not be taken for
+    # "disallowfoo bar" (a two-word record): whole, it has three words and no meaning.
+    comment = b"#" * (1024 - 2 - len(b"disallowfoo bar"))
+    body = b"user-agent: a\n" + comment + b"\ndisallowfoo bar baz\nuser-agent: b\ndisallow: /y\n"
+    rules = RobotsTxt.parse(body)
+    assert rules.explain("/y", "a").user_agents == ("a", "b")
+    assert rules.allowed("/y", "a") is False
