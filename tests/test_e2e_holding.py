@@ -8,8 +8,9 @@ from scrapy import Request
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from tests._readme import undocumented_stats
 from tests.crawl import BUILTIN_ENABLED, CrawlResult, Wait, run_crawl
-from tests.servers import Reply, ScriptedOrigin, ServerPool, rules
+from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, rules
 
 SLOW_ROBOTS_DELAY = 3.0
 HEAD_OF_LINE_SETTINGS = {"CONCURRENT_REQUESTS": 4, "DOWNLOAD_TIMEOUT": 6}
@@ -130,3 +131,48 @@ async def test_spider_closes_promptly_after_requests_expire(servers: ServerPool)
     assert result.close_reason == "finished"
     last_failure = max(failed.time for failed in result.failures)
     assert result.spider_closed_at - last_failure < 1.0
+
+
+@deferred_f_from_coro_f
+async def test_requests_whose_rules_expire_in_the_scheduler_are_requeued_not_lost(
+    servers: ServerPool,
+) -> None:
+    """Scheduled while the rules were fresh, downloaded after they expired: held, then decided."""
+    site = servers.add(
+        [rules("User-agent: *\nDisallow: /b\n"), rules("User-agent: *\n")], page_delay=0.25
+    )
+    first = site.url("/page/0")
+    queued = site.urls([f"/page/{n}" for n in range(1, 5)] + ["/b/1"])
+    # One request in the downloader at a time: the others wait in the scheduler.
+    settings = {"REP9309_CACHE_TTL": 0.5, "CONCURRENT_REQUESTS": 1}
+
+    result = await run_crawl([first, Wait(0.2), *queued], settings)
+
+    assert result.stat("robotstxt/requeued") >= 1
+    assert len(site.robots_fetches) >= 2
+    assert result.urls == {first, *queued}, "the refetched rules allow /b"
+    assert result.failures == []
+    assert result.stat("robotstxt/deferred") == (
+        result.stat("robotstxt/deferred/released") + result.stat("robotstxt/deferred/expired")
+    )
+    assert undocumented_stats(set(result.stats)) == set()
+
+
+@deferred_f_from_coro_f
+async def test_requests_held_when_the_spider_closes_reach_their_errback(
+    servers: ServerPool,
+) -> None:
+    site = servers.add(hang())
+    pages = site.urls([f"/page/{n}" for n in range(3)])
+
+    result = await run_crawl(pages, {"CLOSESPIDER_TIMEOUT": 1, "DOWNLOAD_TIMEOUT": 3})
+
+    assert result.close_reason == "closespider_timeout"
+    assert result.ignored_urls == set(pages)
+    for page in pages:
+        message = result.failure_for(page).message
+        assert message == f"Spider closed before the robots.txt of {site.base} was known"
+    assert result.stat("robotstxt/deferred/closed") == 3
+    assert result.stat("robotstxt/deferred") == 3
+    assert site.page_requests == []
+    assert undocumented_stats(set(result.stats)) == set()

@@ -7,6 +7,7 @@ from pathlib import Path
 from scrapy import Request
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from tests._readme import undocumented_stats
 from tests.crawl import run_crawl
 from tests.servers import ServerPool, rules
 
@@ -43,3 +44,19 @@ async def test_data_and_file_urls_skip_the_check(tmp_path: Path) -> None:
     assert result.urls == {data_url, file_url}
     assert result.failures == []
     assert result.robots_requests() == []
+
+
+@deferred_f_from_coro_f
+async def test_request_with_an_invalid_host_is_counted_and_left_to_the_downloader(
+    servers: ServerPool,
+) -> None:
+    """No origin, so no robots.txt to obey; reached through a proxy so no DNS is asked."""
+    proxy = servers.add(rules(DISALLOW_ALL))
+    url = "http://a..b/page/1"
+
+    result = await run_crawl([Request(url, meta={"proxy": proxy.base})])
+
+    assert result.urls == {url}
+    assert result.stat("robotstxt/invalid_origin") == 1
+    assert result.robots_requests() == []
+    assert undocumented_stats(set(result.stats)) == set()
