@@ -32,8 +32,7 @@ from protego import Protego
 from scrapy_rep9309 import RobotsTxt
 
 USER_AGENT = "Scrapy/2.19 (+https://scrapy.org)"
-#: CPU time of this process: other processes on a busy machine barely move it.
-CLOCK = time.process_time
+CLOCK = time.perf_counter
 TYPICAL_PATHS = (
     "/",
     "/search?q=robots",
@@ -95,24 +94,40 @@ Parse = Callable[[bytes], Any]
 Allowed = Callable[[Any, str], bool]
 
 
-def time_first(sites: Sequence[Site], parse: Parse, allowed: Allowed) -> tuple[float, list[Any]]:
-    """Seconds for parse + first decision of every site, and the parsed objects."""
-    parsed = []
+def time_site(site: Site, parse: Parse, allowed: Allowed) -> tuple[float, float]:
+    """Seconds for (a) parse + first decision and (b) every later decision of one site."""
     start = CLOCK()
-    for site in sites:
-        rules = parse(site.body)
-        allowed(rules, site.urls[0])
-        parsed.append(rules)
-    return CLOCK() - start, parsed
+    rules = parse(site.body)
+    allowed(rules, site.urls[0])
+    first_done = CLOCK()
+    for url in site.urls[1:]:
+        allowed(rules, url)
+    return first_done - start, CLOCK() - first_done
 
 
-def time_later(sites: Sequence[Site], parsed: Sequence[Any], allowed: Allowed) -> float:
-    """Seconds for every decision after the first, on already parsed objects."""
-    start = CLOCK()
-    for site, rules in zip(sites, parsed, strict=True):
-        for url in site.urls[1:]:
-            allowed(rules, url)
-    return CLOCK() - start
+def measure(
+    sites: Sequence[Site], contenders: dict[str, tuple[Parse, Allowed]], repeat: int
+) -> dict[str, tuple[float, float]]:
+    """Total (a) and (b) seconds per contender, each site's best of ``repeat`` runs.
+
+    Contenders take turns on each site, so a busy machine slows them alike, and the
+    best run of each site filters out the moments when it was busiest.
+    """
+    totals = dict.fromkeys(contenders, (0.0, 0.0))
+    gc.collect()
+    gc.disable()  # as timeit does: a collection would charge whoever triggers it
+    try:
+        for site in sites:
+            for name, (parse, allowed) in contenders.items():
+                runs = [time_site(site, parse, allowed) for _ in range(repeat)]
+                first, later = totals[name]
+                totals[name] = (
+                    first + min(run[0] for run in runs),
+                    later + min(run[1] for run in runs),
+                )
+    finally:
+        gc.enable()
+    return totals
 
 
 def retained_bytes(sites: Sequence[Site], parse: Parse, allowed: Allowed) -> int:
@@ -132,24 +147,10 @@ def retained_bytes(sites: Sequence[Site], parse: Parse, allowed: Allowed) -> int
     return after - before
 
 
-def timed(run: Callable[[], tuple[float, Any]]) -> tuple[float, Any]:
-    """Run with the garbage collector paused, as ``timeit`` does.
-
-    A full collection walks every object alive, including all the parsed files the
-    benchmark keeps, so it would charge whichever parser happens to trigger it.
-    """
-    gc.collect()
-    gc.disable()
-    try:
-        return run()
-    finally:
-        gc.enable()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     arguments.add_argument("--corpus", type=Path, required=True, help="corpus directory")
-    arguments.add_argument("--repeat", type=int, default=5, help="runs per measure (best kept)")
+    arguments.add_argument("--repeat", type=int, default=5, help="runs per site (best kept)")
     arguments.add_argument("--max-urls", type=int, default=200, help="URLs per host at most")
     options = arguments.parse_args(argv)
 
@@ -157,23 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     later_count = sum(len(site.urls) - 1 for site in sites)
     print(f"corpus {options.corpus}: {len(sites)} files, {later_count} later decisions")
 
-    contenders = {
+    contenders: dict[str, tuple[Parse, Allowed]] = {
         "protego": (protego_parse, protego_allowed),
         "rep9309": (ours_parse, ours_allowed),
     }
-    firsts: dict[str, list[float]] = {name: [] for name in contenders}
-    laters: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(options.repeat):  # interleaved, so both see the same machine load
-        for name, (parse, allowed) in contenders.items():
-            first, parsed = timed(lambda p=parse, a=allowed: time_first(sites, p, a))
-            firsts[name].append(first)
-            laters[name].append(
-                timed(lambda p=parsed, a=allowed: (time_later(sites, p, a), None))[0]
-            )
-            del parsed
+    times = measure(sites, contenders, options.repeat)
     results: dict[str, tuple[float, float, int]] = {}
     for name, (parse, allowed) in contenders.items():
-        first, later = min(firsts[name]), min(laters[name])
+        first, later = times[name]
         memory = retained_bytes(sites, parse, allowed)
         results[name] = (first, later, memory)
         print(
