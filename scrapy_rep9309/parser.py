@@ -70,6 +70,7 @@ _KEY_PREFIXES: tuple[tuple[bytes, str], ...] = (
 _EXACT_KEYS: dict[bytes, str] = dict(_KEY_PREFIXES)
 _ALL_PREFIXES = tuple(_EXACT_KEYS)
 _LINE_ENDS = b"\r\n"
+_HASH = ord("#")
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -201,13 +202,13 @@ def tokenize_lines(lines: list[bytes], handler: RobotsTxtHandler, first_line_no:
             if kind is None:
                 kind = kind_of_key.get(key.lower())
             if kind is not None:
-                if b"#" in value:
-                    value = value[: value.index(b"#")]
+                if _HASH in value:  # an int: ``b"#" in value`` costs ten times more
+                    value = value[: value.index(_HASH)]
                 emitters[kind](line_no, value.strip())
                 continue
             # An unknown key: skip it cheaply unless it may be a known key after all
             # (comment before the colon, key merely starting with a known one).
-            if unknown is None and b"#" not in key:
+            if unknown is None and _HASH not in key:
                 if not key.lower().lstrip().startswith(_ALL_PREFIXES):
                     continue
         else:

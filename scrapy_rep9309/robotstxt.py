@@ -81,7 +81,7 @@ def _records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> 
     ``lowered`` (``lines.lower()``) finds it are tokenized, by the rule
     :func:`~.parser.tokenize` uses.
     """
-    has_cr = b"\r" in lines
+    has_cr = 13 in lines  # b"\r"
     records = []
     found = lowered.find(needle)
     while found >= 0:
