@@ -68,13 +68,17 @@ class RobotsLifecycle:
         self.settings = settings
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
-        self.store: OriginStore = MemoryOriginStore(settings.cache_size, on_evict=self._evicted)
+        self.store: OriginStore = MemoryOriginStore(
+            settings.cache_size, on_evict=self._evicted, keep=self._keep
+        )
         self._parsed: LRUCache[str, tuple[float, RobotsTxt]] = LRUCache(settings.cache_size)
         self._on_answer = on_answer
         self._still_wanted = still_wanted
         self._timers = Timers()
         self._fetching: dict[Origin, Deferred[None]] = {}
-        self._triggers: dict[Origin, Request] = {}
+        # Origins requests wait for (a fetch running or a retry pending), by store
+        # key, with the request that lends the fetch its proxy and User-Agent.
+        self._triggers: dict[str, Request] = {}
         self._closed = False
 
     @property
@@ -108,7 +112,7 @@ class RobotsLifecycle:
 
         ``trigger`` lends its ``proxy`` meta and User-Agent header to the fetch.
         """
-        self._triggers.setdefault(origin, trigger)
+        self._triggers.setdefault(str(origin), trigger)
         retry_timer = ("retry", origin)
         if origin in self._fetching or self._timers.pending(retry_timer):
             return
@@ -129,7 +133,7 @@ class RobotsLifecycle:
         if self._still_wanted(origin):
             self._start(origin)
         else:
-            self._triggers.pop(origin, None)
+            self._triggers.pop(str(origin), None)
 
     def _start(self, origin: Origin) -> None:
         if self._closed or origin in self._fetching:
@@ -137,7 +141,7 @@ class RobotsLifecycle:
         record = self.store.get(str(origin))
         if record is not None and record.answered and not record.failures:
             self.stats.inc_value("robotstxt/refreshed")
-        fetch = deferred_from_coro(self._fetch(origin, self._triggers.get(origin)))
+        fetch = deferred_from_coro(self._fetch(origin, self._triggers.get(str(origin))))
         fetch.addErrback(self._failed, origin)
         if not fetch.called:
             self._fetching[origin] = fetch
@@ -179,7 +183,7 @@ class RobotsLifecycle:
         if not record.is_usable(now, self.settings.stale_ttl) and self._still_wanted(origin):
             self._timers.schedule(("retry", origin), record.retry_at - now, self._retry, origin)
         else:
-            self._triggers.pop(origin, None)
+            self._triggers.pop(key, None)
 
     async def _send_robots_parsed(self, rules: RobotsTxt, trigger: Request | None) -> None:
         signal = getattr(signals, "robots_parsed", None)
@@ -188,6 +192,16 @@ class RobotsLifecycle:
         await self.crawler.signals.send_catch_log_async(
             signal=signal, robotparser=_ParsedRobotParser(rules), request=trigger
         )
+
+    def _keep(self, key: str, record: OriginRecord) -> bool:
+        """Records the store must not evict yet.
+
+        A record in backoff holds the only memory of when the server may be asked
+        again (and how many times it failed); one that requests wait for is the
+        "previous copy" its next answer builds on. Evicting either would refetch at
+        once and restart the backoff: the failing server would be hammered.
+        """
+        return record.retry_at > time.time() or key in self._triggers
 
     def _evicted(self, key: str) -> None:
         self.stats.inc_value("robotstxt/evicted")

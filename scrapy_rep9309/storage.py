@@ -36,13 +36,26 @@ class OriginStore(Protocol):
 
 
 class LRUCache(Generic[K, V]):
-    """A bounded mapping that drops its least recently used entry when full."""
+    """A bounded mapping that drops its least recently used entry when full.
 
-    def __init__(self, capacity: int, on_evict: Callable[[K, V], None] | None = None) -> None:
+    ``keep(key, value)`` pins entries that must not be dropped yet: the least
+    recently used entry that is not pinned goes instead, so the mapping exceeds
+    ``capacity`` only by pinned entries. A pinned entry passed over counts as
+    recently used, so that the next eviction does not look at it again.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        on_evict: Callable[[K, V], None] | None = None,
+        *,
+        keep: Callable[[K, V], bool] | None = None,
+    ) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self._on_evict = on_evict
+        self._keep = keep
         self._data: OrderedDict[K, V] = OrderedDict()
 
     def get(self, key: K) -> V | None:
@@ -58,8 +71,18 @@ class LRUCache(Generic[K, V]):
     def put(self, key: K, value: V) -> None:
         self._data[key] = value
         self._data.move_to_end(key)
-        while len(self._data) > self.capacity:
-            old_key, old_value = self._data.popitem(last=False)
+        self._shrink()
+
+    def _shrink(self) -> None:
+        """Evict down to capacity; each entry but the newest is looked at once at most."""
+        candidates = len(self._data) - 1
+        while len(self._data) > self.capacity and candidates > 0:
+            candidates -= 1
+            old_key, old_value = next(iter(self._data.items()))
+            if self._keep is not None and self._keep(old_key, old_value):
+                self._data.move_to_end(old_key)
+                continue
+            del self._data[old_key]
             if self._on_evict is not None:
                 self._on_evict(old_key, old_value)
 
@@ -77,7 +100,16 @@ class LRUCache(Generic[K, V]):
 
 
 class MemoryOriginStore(LRUCache[str, OriginRecord]):
-    """The default ``OriginStore``: records in process memory, REP9309_CACHE_SIZE at most."""
+    """The default ``OriginStore``: records in process memory, REP9309_CACHE_SIZE at most,
+    plus the records ``keep`` pins (origins in backoff or in use, see ``RobotsLifecycle``)."""
 
-    def __init__(self, capacity: int, on_evict: Callable[[str], None] | None = None) -> None:
-        super().__init__(capacity, None if on_evict is None else lambda key, _: on_evict(key))
+    def __init__(
+        self,
+        capacity: int,
+        on_evict: Callable[[str], None] | None = None,
+        *,
+        keep: Callable[[str, OriginRecord], bool] | None = None,
+    ) -> None:
+        super().__init__(
+            capacity, None if on_evict is None else lambda key, _: on_evict(key), keep=keep
+        )

@@ -73,3 +73,22 @@ def test_record_survives_a_json_round_trip() -> None:
         last_failure="twisted.internet.error.ConnectionRefusedError",
     )
     assert OriginRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+
+
+def test_pinned_entries_are_passed_over_and_may_exceed_capacity() -> None:
+    evicted: list[str] = []
+    pinned = {"a", "b"}
+    cache: LRUCache[str, int] = LRUCache(
+        2, on_evict=lambda key, _: evicted.append(key), keep=lambda key, _: key in pinned
+    )
+    cache.put("a", 1)
+    cache.put("b", 2)
+    cache.put("c", 3)
+    assert evicted == [], "only pinned entries are older than the newest one"
+    assert len(cache) == 3
+    cache.put("d", 4)
+    assert evicted == ["c"], "the least recently used entry that is not pinned"
+    pinned.clear()
+    cache.put("e", 5)
+    assert evicted == ["c", "d", "a"]
+    assert list(cache) == ["b", "e"]

@@ -1,0 +1,74 @@
+"""A small REP9309_CACHE_SIZE never makes a failing server's robots.txt be asked sooner.
+
+The record of an unreachable origin carries its backoff (failures, next retry
+time): evicting it would restart the backoff, or refetch at once.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests._readme import undocumented_stats
+from tests.crawl import Wait, run_crawl
+from tests.servers import LoggedRequest, Reply, ServerPool
+
+
+def _gaps(fetches: list[LoggedRequest]) -> list[float]:
+    times = [entry.received for entry in fetches]
+    return [later - earlier for earlier, later in pairwise(times)]
+
+
+@deferred_f_from_coro_f
+async def test_backoff_keeps_doubling_while_other_origins_fill_the_cache(
+    servers: ServerPool,
+) -> None:
+    failing = servers.add(Reply(503, "busy"))
+    other = servers.add()  # 404: allow all
+    plan = [failing.url("/page/0")]
+    for n in range(14):  # a new origin record every 0.2 s would evict the failing one
+        plan += [Wait(0.2), other.url(f"/page/{n}")]
+    settings = {
+        "REP9309_CACHE_SIZE": 1,
+        "REP9309_RETRY_DELAY": 0.5,
+        "REP9309_RETRY_MAX_DELAY": 4,
+        "REP9309_DEFER_TIMEOUT": 3.2,
+    }
+
+    result = await run_crawl(plan, settings)
+
+    gaps = _gaps(failing.robots_fetches)
+    assert len(gaps) == 2, f"fetches 0.5 s then 1 s apart, then the request expired: {gaps}"
+    assert 0.4 < gaps[0] < 0.9
+    assert gaps[1] > 0.9, "the second retry waits twice as long"
+    assert result.stat("robotstxt/evicted") >= 1, "the other origin was evicted instead"
+    assert len(result.urls) == 14
+    assert result.ignored_urls == {failing.url("/page/0")}
+    assert undocumented_stats(set(result.stats)) == set()
+
+
+@deferred_f_from_coro_f
+async def test_origin_in_backoff_is_not_refetched_early_after_its_requests_left(
+    servers: ServerPool,
+) -> None:
+    """The held request expires before the answer: no retry timer runs, only the record
+    says when the server may be asked again."""
+    failing = servers.add(Reply(503, "busy", delay=0.6))
+    other = servers.add()
+    plan = [failing.url("/page/0"), Wait(0.9), other.url("/page/0"), Wait(0.3)]
+    plan += [failing.url("/page/1")]
+    settings = {
+        "REP9309_CACHE_SIZE": 1,
+        "REP9309_RETRY_DELAY": 2,
+        "REP9309_RETRY_MAX_DELAY": 4,
+        "REP9309_DEFER_TIMEOUT": 0.4,
+    }
+
+    result = await run_crawl(plan, settings)
+
+    assert len(failing.robots_fetches) == 1, "asked again before its Retry delay of 2 s"
+    assert result.urls == {other.url("/page/0")}
+    assert result.ignored_urls == set(failing.urls(["/page/0", "/page/1"]))
+    message = result.failure_for(failing.url("/page/1")).message
+    assert "unreachable: HTTP 503" in message, "the failure was remembered"
