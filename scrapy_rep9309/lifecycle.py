@@ -167,22 +167,51 @@ class RobotsLifecycle:
         finally:
             self._fetching.pop(origin, None)
         if not self._closed:
-            await self._apply(origin, result, trigger)
+            await self._answer(origin, result, trigger)
 
-    async def _apply(self, origin: Origin, result: FetchResult, trigger: Request | None) -> None:
-        """Store the outcome, tell the middleware, and schedule a retry if still needed."""
+    async def _answer(self, origin: Origin, result: FetchResult, trigger: Request | None) -> None:
+        """Apply ``result``; if that raises, apply an "unreachable" answer instead.
+
+        Parsing, a ``robots_parsed`` receiver or releasing held requests may fail
+        (a bug, a pathological body): the origin is then retried with backoff, so
+        its held requests are neither stuck until REP9309_DEFER_TIMEOUT nor
+        crawled without rules.
+        """
+        previous = self.store.get(str(origin))
+        try:
+            await self._apply(origin, previous, result, trigger)
+        except Exception as exc:
+            self.stats.inc_value("robotstxt/answer_errors")
+            logger.exception(
+                "Handling the robots.txt answer of %s failed; treated as unreachable", origin
+            )
+            unreachable = failed(origin, result.final_url, (), global_object_name(type(exc)))
+            await self._apply(origin, previous, unreachable, trigger)
+
+    async def _apply(
+        self,
+        origin: Origin,
+        previous: OriginRecord | None,
+        result: FetchResult,
+        trigger: Request | None,
+    ) -> None:
+        """Store the outcome, schedule a retry if still needed, and tell the middleware."""
         now = time.time()
         key = str(origin)
-        record = record_after_fetch(self.store.get(key), result, self.settings, now)
+        record = record_after_fetch(previous, result, self.settings, now)
         self.store.put(key, record)
         if result.outcome in (AVAILABLE, UNAVAILABLE):
             await self._send_robots_parsed(self.rules(origin, record), trigger)
         if self._closed:
             return
+        usable = record.is_usable(now, self.settings.stale_ttl)
+        if not usable:  # scheduled first: a failing middleware callback cannot prevent it
+            if self._still_wanted(origin):
+                self._timers.schedule(("retry", origin), record.retry_at - now, self._retry, origin)
+            else:
+                self._triggers.pop(key, None)
         await self._on_answer(origin, record, result)
-        if not record.is_usable(now, self.settings.stale_ttl) and self._still_wanted(origin):
-            self._timers.schedule(("retry", origin), record.retry_at - now, self._retry, origin)
-        else:
+        if usable:
             self._triggers.pop(key, None)
 
     async def _send_robots_parsed(self, rules: RobotsTxt, trigger: Request | None) -> None:

@@ -247,7 +247,10 @@ class RobotsTxtMiddleware:
             self.stats.inc_value("robotstxt/deferred/released")
             self._report(origin).released += 1
             self._released[entry.request] = record
-            engine.crawl(entry.request)
+            try:
+                engine.crawl(entry.request)
+            except Exception:  # e.g. a custom scheduler or dupefilter: the others still go
+                logger.exception("Scheduling the released request %s failed", entry.request)
 
     def _expire(self) -> None:
         """Send requests held REP9309_DEFER_TIMEOUT to their errback (via process_request)."""
