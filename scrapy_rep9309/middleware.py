@@ -135,6 +135,7 @@ class RobotsTxtMiddleware:
         self._waiters.clear()
         for entry in self._held.drain():
             self.stats.inc_value("robotstxt/deferred/closed")
+            self._report(entry.origin).closed += 1
             await _call_errback(entry.request, IgnoreRequest(_closing_reason(entry.origin)))
         logger.info(summary_line(self._reports.values(), self.stats.get_stats()))
 
@@ -296,6 +297,7 @@ class RobotsTxtMiddleware:
                 return record
             if self._closed or _engine_closing(self.crawler):
                 self.stats.inc_value("robotstxt/deferred/closed")
+                self._report(origin).closed += 1
                 raise IgnoreRequest(_closing_reason(origin))
             remaining = deadline - time.monotonic()
             if remaining <= 0:

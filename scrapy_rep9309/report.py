@@ -29,7 +29,10 @@ OUTCOME_ORDER = ("available", "unavailable", "unreachable", PENDING)
 
 @dataclass
 class OriginReport:
-    """What happened to one origin during the crawl (see README "Stats")."""
+    """What happened to one origin during the crawl (see README "Stats").
+
+    Once the crawl is over, ``deferred == released + expired + closed``.
+    """
 
     origin: str
     outcome: str = PENDING
@@ -38,6 +41,7 @@ class OriginReport:
     deferred: int = 0
     released: int = 0
     expired: int = 0
+    closed: int = 0  # still waiting when the spider closed: errback with IgnoreRequest
 
 
 def summary_line(reports: Iterable[OriginReport], stats: Mapping[str, Any]) -> str:
