@@ -46,8 +46,12 @@ logger = logging.getLogger(__name__)
 
 #: Set on every request that went through the scheduler (survives JOBDIR queues).
 SCHEDULED_META = "rep9309_scheduled"
-#: Set on the copy re-scheduled because its origin became unknown after scheduling.
+#: On a copy re-scheduled because its origin became unknown after scheduling: how many times.
 REQUEUED_META = "rep9309_requeued"
+#: A copy is decided by the robots.txt it was held for (or let through with), so in
+#: memory it comes back once at most; a disk queue (JOBDIR) loses that link, and then
+#: this many trips back at most, before it waits in ``process_request`` instead.
+MAX_REQUEUES = 3
 #: Reason why a held request waited too long; ``process_request`` ignores it with that reason.
 EXPIRED_META = "rep9309_expired"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
@@ -114,7 +118,12 @@ class RobotsTxtMiddleware:
         if origin is None:  # counted in process_request
             return
         request.meta[SCHEDULED_META] = True
-        if self.lifecycle.usable_record(origin) is not None or request in self._released:
+        record = self.lifecycle.usable_record(origin)
+        if record is not None:
+            if request.meta.get(REQUEUED_META):
+                self._released.setdefault(request, record)
+            return
+        if request in self._released:
             return
         if self._dropped_as_offsite(request):
             return
@@ -153,10 +162,15 @@ class RobotsTxtMiddleware:
         if origin is None:
             return None
         record = self._released.pop(request, None)
-        if record is None or not record.is_usable(time.time(), self.settings.stale_ttl):
+        if record is not None and not request.meta.get(REQUEUED_META):
+            # Expired while queued: the current robots.txt decides (a requeued copy
+            # keeps the one it came back for, so it never bounces twice).
+            if not record.is_usable(time.time(), self.settings.stale_ttl):
+                record = None
+        if record is None:
             record = self.lifecycle.usable_record(origin)
         if record is None:
-            if request.meta.get(SCHEDULED_META) and not request.meta.get(REQUEUED_META):
+            if request.meta.get(SCHEDULED_META) and _requeues(request) < MAX_REQUEUES:
                 return self._requeue(request)
             record = await self._wait_for_record(origin, request)
         self._decide(origin, record, request)
@@ -236,7 +250,7 @@ class RobotsTxtMiddleware:
         """A copy for the engine to schedule again, so that it is held, not waited for here."""
         self.stats.inc_value("robotstxt/requeued")
         copy = request.replace(dont_filter=True)
-        copy.meta[REQUEUED_META] = True
+        copy.meta[REQUEUED_META] = _requeues(request) + 1
         return copy
 
     def _release(self, origin: Origin, record: OriginRecord) -> None:
@@ -377,6 +391,10 @@ def _skipped(request: Request) -> bool:
         return True
     scheme = request.url.split(":", 1)[0].lower()
     return scheme not in _SCHEMES
+
+
+def _requeues(request: Request) -> int:
+    return int(request.meta.get(REQUEUED_META) or 0)
 
 
 def _closing_reason(origin: Origin) -> str:
