@@ -66,11 +66,11 @@ async def test_stale_copy_used_while_refresh_is_unreachable(servers: ServerPool)
     after = site.urls(["/a/2", "/b/2"])
 
     result = await run_crawl(
-        [*before, Wait(1.5), *after], {"REP9309_CACHE_TTL": 1, "REP9309_DEFER_TIMEOUT": 10}
+        [*before, Wait(1.5), *after], {"REP9309_CACHE_TTL": 1, "REP9309_DEFER_TIMEOUT": 20}
     )
 
     assert len(site.robots_fetches) >= 2
     assert result.urls == {site.url("/b/1"), site.url("/b/2")}
     assert result.forbidden_urls == {site.url("/a/1"), site.url("/a/2")}
     assert result.stat("robotstxt/deferred/expired") == 0
-    assert result.duration < 5, "the stale rules answer at once; nothing waits for expiry"
+    assert result.duration < 12, "the stale rules answer at once; nothing waits for expiry"

@@ -45,7 +45,8 @@ async def test_failed_fetch_defers_then_expires(
         class_path = key.removeprefix(EXCEPTION_PREFIX)
         assert "." in class_path and " " not in class_path and "<" not in class_path, key
     assert any(exception_word in key for key in exceptions)
-    assert result.duration < 5
+    # Closed soon after the expiry, long before the CLOSESPIDER_TIMEOUT safety net.
+    assert result.duration < 12
 
 
 @deferred_f_from_coro_f

@@ -78,8 +78,9 @@ async def test_server_error_defers_then_expires(servers: ServerPool, status: int
     assert result.stat("robotstxt/unreachable") >= 1
     assert result.stat(f"robotstxt/response_status_count/{status}") >= 2
     # Expired at the deadline, then the spider closed at once.
-    assert 1.3 < max(f.time for f in result.failures) - result.started < 3.5
-    assert result.duration < 5
+    # (Upper bounds are loose for loaded machines, far below the CLOSESPIDER_TIMEOUT net.)
+    assert 1.3 < max(f.time for f in result.failures) - result.started < 8
+    assert result.duration < 12
 
 
 @deferred_f_from_coro_f
