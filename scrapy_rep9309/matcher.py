@@ -122,7 +122,7 @@ class _Bucket:
     that need no normalisation (the usual case) takes a handful of C-level calls.
     """
 
-    __slots__ = ("lengths", "needles", "plain", "plain_firsts", "wild")
+    __slots__ = ("lengths", "needles", "plain", "plain_firsts", "screen", "wild")
 
     def __init__(
         self, pending: _Pending, allows: dict[int, bytes], disallows: dict[int, bytes]
@@ -162,6 +162,8 @@ class _Bucket:
                 wild.append(WildcardRule(True, line, directory))
         wild.sort(key=lambda rule: rule.key, reverse=True)
         self.plain_firsts = tuple(self.plain)
+        #: A path that starts with none of these matches no rule of the bucket.
+        self.screen = self.plain_firsts + tuple(rule.first for rule in wild)
         self.lengths = tuple(sorted({len(first) for first in self.plain}, reverse=True))
         self.wild = tuple(wild)
         #: For each rule of ``wild``, a piece any path it matches contains.
@@ -201,17 +203,23 @@ class RuleSet:
     ``allows`` and ``disallows`` map line numbers to values as written.
     """
 
-    __slots__ = ("_allows", "_buckets", "_disallows", "_short")
+    __slots__ = ("_allows", "_buckets", "_disallows", "_short", "screen")
 
     def __init__(self, allows: dict[int, bytes], disallows: dict[int, bytes]) -> None:
         self._allows = allows
         self._disallows = disallows
         self._buckets: dict[str, _Bucket | _Pending] = {}
         self._short: _Bucket | None = None
+        #: A path that starts with none of these matches no rule: a caller's cheapest
+        #: test, answering most decisions without a call. Only a small rule set has
+        #: them all compiled; a large one's are unknown until its buckets are.
+        self.screen: tuple[str, ...] = ("",)
         if len(allows) + len(disallows) <= SMALL_RULE_SET:
+            self.screen = ()
             if allows or disallows:
                 pending = _Pending(list(allows), list(disallows), None)
                 self._short = _Bucket(pending, allows, disallows)
+                self.screen = self._short.screen
             return
         # File lines by their first octets with C-level sorting and grouping.
         by_octets: dict[bytes, _Pending] = {}

@@ -285,11 +285,13 @@ class RobotsTxt:
             selection = self._select(user_agent)
         if selection is None:
             return True
+        rules = selection.rules
         clean = clean_http_url(url)
         path = clean.group(1) if clean is not None else normalised_path(url)
-        if path == _ROBOTS_TXT_PATH:
+        # Most paths match no rule: answer those here, without a call (see ``screen``).
+        if not path.startswith(rules.screen) or path == _ROBOTS_TXT_PATH:
             return True
-        match = selection.rules.decide(path)
+        match = rules.decide(path)
         return match is None or match[1]
 
     def crawl_delay(self, user_agent: str) -> float | None:
