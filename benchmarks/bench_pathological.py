@@ -70,8 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     first_url = next(iter(urls.values()))
     start = time.perf_counter()
     rules.allowed(first_url, "AnyBot")
-    print(f"first decision (compiles the group): {(time.perf_counter() - start) * 1e3:.3f} ms")
-    worst = max(case(name, rules, url, options.repeat) for name, url in urls.items())
+    first = time.perf_counter() - start
+    verdict = "ok" if first < TARGET_SECONDS else "TOO SLOW"
+    name = "first decision (also compiles the rules)"
+    print(f"{name:52} {first * 1e3:7.3f} ms  [{verdict}]")
+    worst = max(first, *(case(name, rules, url, options.repeat) for name, url in urls.items()))
     print(f"worst decision: {worst * 1e3:.3f} ms (target < {TARGET_SECONDS * 1e3:.0f} ms)")
     return 0 if worst < TARGET_SECONDS else 1
 

@@ -48,16 +48,16 @@ class WildcardRule:
         if self.anchored:
             pattern = pattern[:-1]
         if _NOT_KEPT_EXCEPT_STAR.search(pattern) is None:
-            pieces = pattern.decode("ascii").split("*")
+            text = pattern.decode("ascii")
         else:
-            pieces = [normalise_octets(piece) for piece in pattern.split(b"*")]
+            text = "*".join([normalise_octets(piece) for piece in pattern.split(b"*")])
+        pieces = text.split("*")
         self.first = pieces[0]
         self.middle = tuple(pieces[1:-1])
         self.last: str | None = pieces[-1] if len(pieces) > 1 else None
         #: RFC 9309: the most specific match has the most octets; like Google's library,
-        #: a pattern's ``*`` and ``$`` count too.
-        priority = sum(map(len, pieces)) + len(pieces) - 1 + self.anchored
-        self.key: MatchKey = (priority, allow, -line)
+        #: a pattern's ``*`` and ``$`` count too (``text`` keeps the ``*``).
+        self.key: MatchKey = (len(text) + self.anchored, allow, -line)
 
     @property
     def is_plain_prefix(self) -> bool:
