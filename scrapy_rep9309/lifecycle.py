@@ -46,13 +46,6 @@ logger = logging.getLogger(__name__)
 AnswerCallback = Callable[["Origin", OriginRecord, FetchResult], Awaitable[None]]
 
 
-class _ParsedRobotParser(RobotParser):
-    """The ``robots_parsed`` signal's ``robotparser`` argument, around rules already parsed."""
-
-    def __init__(self, rules: RobotsTxt) -> None:
-        self.rules = rules
-
-
 class RobotsLifecycle:
     """Per-origin robots.txt records, the fetches that renew them and their backoff timers."""
 
@@ -219,7 +212,7 @@ class RobotsLifecycle:
         if signal is None:  # Scrapy < 2.18
             return
         await self.crawler.signals.send_catch_log_async(
-            signal=signal, robotparser=_ParsedRobotParser(rules), request=trigger
+            signal=signal, robotparser=RobotParser(rules), request=trigger
         )
 
     def _keep(self, key: str, record: OriginRecord) -> bool:

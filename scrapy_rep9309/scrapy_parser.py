@@ -27,8 +27,13 @@ def _text(value: str | bytes) -> str:
 class RobotParser(ScrapyRobotParser):
     """Scrapy's robots.txt parser interface, backed by :class:`~scrapy_rep9309.RobotsTxt`."""
 
-    def __init__(self, robotstxt_body: bytes) -> None:
-        self.rules = RobotsTxt.parse(robotstxt_body)
+    def __init__(self, robotstxt_body: bytes | str | RobotsTxt) -> None:
+        # Already-parsed rules are wrapped as they are: the middleware's robots_parsed
+        # signal hands out the rules it decides with, without parsing the body again.
+        if isinstance(robotstxt_body, RobotsTxt):
+            self.rules = robotstxt_body
+        else:
+            self.rules = RobotsTxt.parse(robotstxt_body)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> Self:

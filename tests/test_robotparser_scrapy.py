@@ -23,7 +23,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request as WebRequest
 from twisted.web.server import Site
 
-from scrapy_rep9309 import RobotParser
+from scrapy_rep9309 import RobotParser, RobotsTxt
 
 UA_HEADER = "MyBot/1.0 (+https://mybot.example.org)"
 
@@ -71,6 +71,15 @@ def test_crawl_delay_comes_from_the_group_that_applies() -> None:
     assert parser.crawl_delay(UA_HEADER) == 0.25
     assert parser.crawl_delay(UA_HEADER.encode()) == 0.25
     assert parser.crawl_delay("OtherBot") is None
+
+
+def test_wraps_rules_already_parsed_without_parsing_again() -> None:
+    # What the middleware's robots_parsed signal hands out: the rules it decides with.
+    rules = RobotsTxt.parse(ROBOTS_TXT)
+    parser = RobotParser(rules)
+    assert parser.rules is rules
+    assert parser.allowed("https://example.org/private/x", UA_HEADER) is False
+    assert parser.crawl_delay(UA_HEADER) == 0.25
 
 
 def test_an_empty_body_allows_everything() -> None:
