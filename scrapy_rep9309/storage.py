@@ -64,10 +64,6 @@ class LRUCache(Generic[K, V]):
             self._data.move_to_end(key)
         return value
 
-    def peek(self, key: K) -> V | None:
-        """The value without touching its recency."""
-        return self._data.get(key)
-
     def put(self, key: K, value: V) -> None:
         self._data[key] = value
         self._data.move_to_end(key)

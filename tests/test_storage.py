@@ -46,16 +46,6 @@ def test_replacing_a_record_does_not_evict() -> None:
     assert store.get("http://a.com") == _record(b"")
 
 
-def test_peek_does_not_refresh_recency() -> None:
-    cache: LRUCache[str, int] = LRUCache(2)
-    cache.put("a", 1)
-    cache.put("b", 2)
-    assert cache.peek("a") == 1
-    cache.put("c", 3)
-    assert "a" not in cache
-    assert "b" in cache
-
-
 def test_capacity_must_be_positive() -> None:
     with pytest.raises(ValueError, match="capacity"):
         LRUCache(0)
