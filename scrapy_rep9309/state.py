@@ -75,9 +75,6 @@ class OriginRecord:
             and now < self.expires_at + stale_ttl
         )
 
-    def is_stale(self, now: float) -> bool:
-        return self.answered and not self.is_fresh(now)
-
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["body"] = self.body.decode("latin-1")
