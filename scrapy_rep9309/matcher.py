@@ -23,9 +23,11 @@ import re
 from itertools import compress, groupby
 from operator import itemgetter
 
-from scrapy_rep9309.urlnorm import KEPT_AS_IS, normalise_octets
+from scrapy_rep9309.urlnorm import KEPT_AS_IS, clean_http_url, normalise_octets, normalised_path
 
 BUCKET_KEY_LENGTH = 4
+#: RFC 9309 2.3.1: the robots.txt itself is always allowed.
+ROBOTS_TXT_PATH = "/robots.txt"
 #: ``(pattern length in octets, is_allow, -line number)``: larger is better.
 MatchKey = tuple[int, bool, int]
 
@@ -264,8 +266,12 @@ class RuleSet:
                 best = bucket.best(path, None)  # type: ignore[union-attr]
         return best if self._short is None else self._short.best(path, best)
 
-    def rule_text(self, key: MatchKey) -> str:
-        """The rule a match key stands for, as written: ``Disallow: /private``."""
-        _, allow, line = key
-        value = (self._allows if allow else self._disallows)[-line]
-        return f"{'Allow' if allow else 'Disallow'}: {value.decode('utf-8', 'replace')}"
+    def allowed(self, url: str) -> bool:
+        """Whether ``url`` (absolute, or a path) may be fetched: ``/robots.txt`` always may."""
+        clean = clean_http_url(url)
+        path = clean.group(1) if clean is not None else normalised_path(url)
+        # Most paths match no rule: answer those here, without a call (see ``screen``).
+        if not path.startswith(self.screen) or path == ROBOTS_TXT_PATH:
+            return True
+        match = self.decide(path)
+        return match is None or match[1]

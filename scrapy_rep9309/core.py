@@ -1,0 +1,45 @@
+"""Which implementation of the two hot parts, the group index and the rule set, is used.
+
+``scrapy_rep9309._speedups`` (C, built by ``setup.py`` wherever a compiler is found)
+and the pure-Python modules :mod:`~scrapy_rep9309.groups` and
+:mod:`~scrapy_rep9309.matcher` implement the same two classes with the same
+behaviour; the compiled ones are several times faster, the Python ones are the
+reference the compiled ones are tested against, and the fallback when the extension
+could not be built. Set the environment variable ``SCRAPY_REP9309_PURE_PYTHON=1`` to
+use Python even where the extension exists.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+from scrapy_rep9309 import groups, matcher
+
+PURE_PYTHON_VARIABLE = "SCRAPY_REP9309_PURE_PYTHON"
+
+
+class Implementation(NamedTuple):
+    """The classes :class:`~scrapy_rep9309.robotstxt.RobotsTxt` is built from."""
+
+    name: str
+    #: ``GroupIndex(body)``: ``naming(token)``, ``agents(index)``, ``collect(index, ...)``.
+    GroupIndex: Any
+    #: ``RuleSet(allows, disallows)``: ``decide(path)``, ``allowed(url)``.
+    RuleSet: Any
+
+
+PYTHON = Implementation("python", groups.GroupIndex, matcher.RuleSet)
+
+COMPILED: Implementation | None
+try:
+    from scrapy_rep9309 import _speedups  # type: ignore[attr-defined]
+except ImportError:  # built without a compiler: the Python classes do the work
+    COMPILED = None
+else:
+    COMPILED = Implementation("compiled", _speedups.GroupIndex, _speedups.RuleSet)
+
+#: What new :class:`~scrapy_rep9309.robotstxt.RobotsTxt` objects use.
+ACTIVE: Implementation = (
+    COMPILED if COMPILED is not None and os.environ.get(PURE_PYTHON_VARIABLE) != "1" else PYTHON
+)
