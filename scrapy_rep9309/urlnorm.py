@@ -21,7 +21,6 @@ _UNRESERVED_OCTETS = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 )
 _PATH_START = re.compile("[/?;]")
-_AUTHORITY_END = re.compile("[/?;#]")
 _CLEAN_HTTP_URL = re.compile(f"https?://[^/?;#]*(/[{KEPT_AS_IS.replace('#', '')}]*)(?:#|\\Z)")
 #: Match an ``http[s]://host/path`` URL whose path and query need no normalisation;
 #: group 1 is then the path and query. Callers on hot paths use it before
@@ -103,6 +102,9 @@ def path_and_query(url: str) -> str:
     ``/p?q``. Without any path the result is ``/``, as RFC 9309 matches from the first
     octet of the path.
     """
+    fragment = url.find("#")
+    if fragment >= 0:  # RFC 3986: the first "#" starts the fragment, wherever it is
+        url = url[:fragment]
     if url[:1] == "/" and url[1:2] != "/":
         path_start = 0
     elif (path_start := _http_path_start(url)) < 0:
@@ -113,9 +115,9 @@ def path_and_query(url: str) -> str:
             authority_start = search_start if early_path is not None else scheme_end + 3
         else:
             authority_start = search_start
-        authority_end = _AUTHORITY_END.search(url, authority_start)
-        if authority_end is None or url[authority_end.start()] == "#":
+        authority_end = _PATH_START.search(url, authority_start)
+        if authority_end is None:
             return "/"
         path_start = authority_end.start()
-    path = url[path_start:] if "#" not in url else url[path_start : url.index("#", path_start)]
+    path = url[path_start:]
     return path if path[:1] == "/" else "/" + path

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 import pytest_twisted
 
+from scrapy_rep9309 import core
 from tests.servers import ServerPool
 
 
@@ -18,3 +19,18 @@ def servers() -> Iterator[ServerPool]:
         yield pool
     finally:
         pytest_twisted.blockon(pool.close())
+
+
+@pytest.fixture(
+    params=[core.PYTHON, core.COMPILED],
+    ids=["python", "compiled"],
+)
+def each_implementation(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> core.Implementation:
+    """Run a parser test once with the pure-Python classes and once with the compiled ones."""
+    implementation = request.param
+    if implementation is None:
+        pytest.skip("scrapy_rep9309._speedups is not built (no C compiler at install time)")
+    monkeypatch.setattr(core, "ACTIVE", implementation)
+    return implementation

@@ -24,6 +24,9 @@ from _shared_data import (
 
 from scrapy_rep9309 import RobotsTxt
 
+# The parser is tested as built from Python and from compiled parts alike.
+pytestmark = pytest.mark.usefixtures("each_implementation")
+
 RECORDS = load_conformance_records()
 
 # RFC 9309 section 2.2.2: "Octets in the URI and robots.txt paths outside the range of

@@ -30,6 +30,9 @@ AGENTS = (
     "Scrapy/2.19 (+https://scrapy.org)",
     "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
 )
+
+# The parser is tested as built from Python and from compiled parts alike.
+pytestmark = pytest.mark.usefixtures("each_implementation")
 # Product tokens both parsers understand the same way (Protego also accepts substrings
 # of longer strings, which RFC 9309 does not, so full headers are left out here).
 COMPARISON_AGENTS = ("googlebot", "bingbot", "examplebot")

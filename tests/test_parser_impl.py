@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from _implementations import for_each_implementation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -165,6 +166,7 @@ def test_the_size_limit_drops_a_line_cut_in_the_middle() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300))
+@for_each_implementation
 def test_any_bytes_tokenize_without_error(body: bytes) -> None:
     tokenize(body, Recorder())
     RobotsTxt.parse(body).explain("/x", "bot")
@@ -208,6 +210,9 @@ def test_percent_encoding_normalisation(raw: bytes, normalised: str) -> None:
         ("/just/a/path?q", "/just/a/path?q"),
         ("https://host#/not-a-path", "/"),
         ("HTTPS://host/p", "/p"),
+        # The first "#" starts the fragment even before a scheme (this once raised).
+        ("#http://host/p", "/"),
+        ("a#b://host/p", "/"),
     ],
 )
 def test_path_and_query(url: str, path: str) -> None:
@@ -334,6 +339,7 @@ def test_small_and_bucketed_rule_sets_decide_alike(count: int) -> None:
 # --- RobotsTxt laziness and records ----------------------------------------------------
 
 
+@for_each_implementation
 def test_selections_are_cached_per_user_agent_string_and_token() -> None:
     rules = RobotsTxt.parse(b"user-agent: mybot\ndisallow: /x\n")
     assert not rules.allowed("/x", "MyBot/1.0")
@@ -342,6 +348,7 @@ def test_selections_are_cached_per_user_agent_string_and_token() -> None:
     assert rules._selections["mybot"] is selection
 
 
+@for_each_implementation
 def test_crawl_delay_of_merged_groups_is_the_first_valid_one() -> None:
     body = (
         b"crawl-delay: 9\n"  # before any group: ignored
@@ -356,6 +363,7 @@ def test_crawl_delay_of_merged_groups_is_the_first_valid_one() -> None:
     assert rules.crawl_delay("c") is None
 
 
+@for_each_implementation
 def test_sitemaps_anywhere_in_file_order() -> None:
     body = b"sitemap: https://a/1.xml\nuser-agent: *\nsitemap:\nSite-map: https://a/2.xml\n"
     assert RobotsTxt.parse(body).sitemaps == ["https://a/1.xml", "https://a/2.xml"]
@@ -448,6 +456,7 @@ _LINES = st.sampled_from(
     st.sampled_from(["mybot", "other", "nobody"]),
     st.sampled_from(["/", "/a", "/a/b", "/b", "/c", "/ab", "/site"]),
 )
+@for_each_implementation
 def test_lazy_groups_decide_like_an_eager_reference(
     lines: list[tuple[bytes, bytes]], token: str, path: str
 ) -> None:
@@ -456,6 +465,7 @@ def test_lazy_groups_decide_like_an_eager_reference(
     assert (decision.allowed, decision.line) == _eager_decision(body, token, path)
 
 
+@for_each_implementation
 def test_long_gaps_between_user_agent_lines() -> None:
     filler = b"# filler\n" * 200
     body = b"user-agent: a\n" + filler + b"disallow: /x\nuser-agent: b\ndisallow: /y\n"

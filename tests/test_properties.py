@@ -10,6 +10,7 @@ percent escapes, ``%2A``/``%24`` and a non-ASCII character in raw and encoded fo
 from __future__ import annotations
 
 import pytest
+from _implementations import for_each_implementation
 from _reference_matcher import Rule, decide, glob_matches, normalise, split_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,9 @@ from hypothesis import strategies as st
 from scrapy_rep9309 import Decision, RobotsTxt
 
 PROPERTY_SETTINGS = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 # Pieces of patterns and of URLs. "$" appears in patterns only as the final anchor (what
@@ -64,6 +67,7 @@ def robots_body(rules: list[tuple[bool, str]]) -> tuple[bytes, list[Rule]]:
 
 @PROPERTY_SETTINGS
 @given(rule_lists, url_paths)
+@for_each_implementation
 def test_allowed_agrees_with_the_reference_matcher(
     rules: list[tuple[bool, str]], path: str
 ) -> None:
@@ -78,6 +82,7 @@ def test_allowed_agrees_with_the_reference_matcher(
 
 @PROPERTY_SETTINGS
 @given(rule_lists, url_paths)
+@for_each_implementation
 def test_explain_names_a_winning_rule(rules: list[tuple[bool, str]], path: str) -> None:
     body, reference = robots_body(rules)
     url = f"https://example.com{path}"
@@ -97,6 +102,7 @@ def test_explain_names_a_winning_rule(rules: list[tuple[bool, str]], path: str) 
 
 @PROPERTY_SETTINGS
 @given(rule_lists, url_paths, st.sampled_from(["\n", "\r", "\r\n"]))
+@for_each_implementation
 def test_line_endings_and_key_case_do_not_change_decisions(
     rules: list[tuple[bool, str]], path: str, newline: str
 ) -> None:
@@ -115,6 +121,7 @@ def test_line_endings_and_key_case_do_not_change_decisions(
     url_paths,
     st.sampled_from(["Sitemap: https://x/s.xml", "Crawl-delay: 3", "Foo: bar", "# note", ""]),
 )
+@for_each_implementation
 def test_other_records_between_rules_change_nothing_but_line_numbers(
     rules: list[tuple[bool, str]], path: str, other: str
 ) -> None:
@@ -128,6 +135,7 @@ def test_other_records_between_rules_change_nothing_but_line_numbers(
 
 @PROPERTY_SETTINGS
 @given(patterns, url_paths)
+@for_each_implementation
 def test_a_single_disallow_matches_exactly_when_the_reference_glob_does(
     pattern: str, path: str
 ) -> None:
@@ -151,6 +159,7 @@ urls = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=3000), urls, agents)
+@for_each_implementation
 def test_random_bytes_never_raise(body: bytes, url: str, agent: str) -> None:
     rules = RobotsTxt.parse(body)
     decision = rules.explain(url, agent)
@@ -186,6 +195,7 @@ robots_like_lines = st.builds(
 @given(
     st.lists(robots_like_lines, max_size=30), st.sampled_from(["\n", "\r", "\r\n"]), urls, agents
 )
+@for_each_implementation
 def test_robots_like_text_never_raises_and_lines_exist(
     lines: list[str], newline: str, url: str, agent: str
 ) -> None:
@@ -202,6 +212,7 @@ def test_robots_like_text_never_raises_and_lines_exist(
 
 
 @pytest.mark.timeout(60)
+@for_each_implementation
 def test_many_star_patterns_against_a_long_url() -> None:
     pattern = "/" + "*a" * 10 + "*b$"
     rules = "".join(f"Disallow: {pattern.replace('b$', f'b{i}$')}\n" for i in range(999))
@@ -223,6 +234,7 @@ def test_many_star_patterns_against_a_long_url() -> None:
     st.sampled_from(["", "b", "ab", "ba"]),
     st.booleans(),
 )
+@for_each_implementation
 def test_star_heavy_patterns_agree_with_the_reference(
     stars: int, length: int, suffix: str, anchored: bool
 ) -> None:
@@ -234,6 +246,7 @@ def test_star_heavy_patterns_agree_with_the_reference(
 
 
 @pytest.mark.timeout(60)
+@for_each_implementation
 def test_huge_number_of_lines_parses() -> None:
     body = b"User-agent: *\n" + b"Disallow: /x*y*z\n" * 20000 + b"Allow: /x*y*z/ok\n"
     parsed = RobotsTxt.parse(body)

@@ -11,6 +11,9 @@ import pytest
 
 from scrapy_rep9309 import RobotsTxt
 
+# The parser is tested as built from Python and from compiled parts alike.
+pytestmark = pytest.mark.usefixtures("each_implementation")
+
 # RFC 9309 section 5.1, "Simple Example", verbatim (figure 7), including the "EOF" marker
 # line that ends the figure: a single word with no colon is an unparseable line, which
 # section 2.2 says crawlers skip.

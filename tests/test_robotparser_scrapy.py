@@ -25,6 +25,9 @@ from twisted.web.server import Site
 
 from scrapy_rep9309 import RobotParser, RobotsTxt
 
+# The parser is tested as built from Python and from compiled parts alike.
+pytestmark = pytest.mark.usefixtures("each_implementation")
+
 UA_HEADER = "MyBot/1.0 (+https://mybot.example.org)"
 
 ROBOTS_TXT = b"""\

@@ -15,6 +15,9 @@ import pytest
 
 from scrapy_rep9309 import RobotsTxt
 
+# The parser is tested as built from Python and from compiled parts alike.
+pytestmark = pytest.mark.usefixtures("each_implementation")
+
 DEFAULT_LIMIT = 500 * 1024
 URL = "https://example.com"
 NAMES_THE_MINIMUM = re.compile(r"512[,_ ]?000|500 ?KiB", re.IGNORECASE)

@@ -14,6 +14,9 @@ import pytest
 
 from scrapy_rep9309 import RobotsTxt
 
+# The parser is tested as built from Python and from compiled parts alike.
+pytestmark = pytest.mark.usefixtures("each_implementation")
+
 URL = "https://example.com/page"
 
 

@@ -1,0 +1,1205 @@
+/*
+ * Compiled twins of groups.GroupIndex and matcher.RuleSet (see core.py).
+ *
+ * Same behaviour as the Python classes, which stay the reference: the tests run the
+ * suites on both and compare them on the corpora and on generated input. Everything
+ * here reads untrusted octets, so every access is bounded by an explicit length, and
+ * every search is linear: patterns are matched with a greedy left-most search of
+ * their literal pieces (Knuth-Morris-Pratt, never backtracking).
+ *
+ * Line reading follows parser.py: CR, LF and CRLF end a line; a line is cut to
+ * MAX_LINE_OCTETS; "#" starts a comment; "key: value" or exactly two
+ * whitespace-separated tokens; keys compared case-insensitively by prefix.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_LINE_OCTETS (2083 * 8 - 1)
+#define BUCKET_KEY_LENGTH 4
+
+enum {
+    KIND_NONE = 0,
+    KIND_USER_AGENT,
+    KIND_ALLOW,
+    KIND_DISALLOW,
+    KIND_SITEMAP,
+    KIND_CRAWL_DELAY,
+    KIND_UNKNOWN
+};
+
+/* ------------------------------------------------------------------------------ */
+/* Octet classes                                                                  */
+/* ------------------------------------------------------------------------------ */
+
+static int
+is_space(unsigned char c)
+{
+    /* What bytes.strip() and bytes.split() treat as whitespace. */
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static unsigned char
+ascii_lower(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : c;
+}
+
+static int
+is_token_octet(unsigned char c)
+{
+    /* Product-token characters (RFC 9309 2.2.1, as Google reads them). */
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == '-';
+}
+
+static int
+is_unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+/* urlnorm.KEPT_AS_IS: octets a normalised path carries as they are. */
+static int
+is_kept(unsigned char c)
+{
+    if (is_unreserved(c)) {
+        return 1;
+    }
+    switch (c) {
+    case ':': case '/': case '?': case '#': case '[': case ']': case '@': case '!':
+    case '&': case '\'': case '(': case ')': case '+': case ',': case ';': case '=':
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int
+hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    c = ascii_lower(c);
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    return -1;
+}
+
+static const char HEX_DIGITS[] = "0123456789ABCDEF";
+
+/* ------------------------------------------------------------------------------ */
+/* Line reading (parser.py's rules)                                               */
+/* ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *prefix;
+    Py_ssize_t length;
+    int kind;
+} KeyPrefix;
+
+/* In the order Google tests them; the first that a key starts with wins. */
+static const KeyPrefix KEY_PREFIXES[] = {
+    {"user-agent", 10, KIND_USER_AGENT}, {"useragent", 9, KIND_USER_AGENT},
+    {"user agent", 10, KIND_USER_AGENT}, {"allow", 5, KIND_ALLOW},
+    {"disallow", 8, KIND_DISALLOW},      {"dissallow", 9, KIND_DISALLOW},
+    {"dissalow", 8, KIND_DISALLOW},      {"disalow", 7, KIND_DISALLOW},
+    {"diasllow", 8, KIND_DISALLOW},      {"disallaw", 8, KIND_DISALLOW},
+    {"sitemap", 7, KIND_SITEMAP},        {"site-map", 8, KIND_SITEMAP},
+    {"crawl-delay", 11, KIND_CRAWL_DELAY}, {"crawldelay", 10, KIND_CRAWL_DELAY},
+    {"crawl delay", 11, KIND_CRAWL_DELAY},
+};
+
+static int
+key_kind(const unsigned char *key, Py_ssize_t length)
+{
+    size_t i;
+    for (i = 0; i < sizeof(KEY_PREFIXES) / sizeof(KEY_PREFIXES[0]); i++) {
+        const KeyPrefix *known = &KEY_PREFIXES[i];
+        Py_ssize_t j;
+        if (length < known->length || ascii_lower(key[0]) != (unsigned char)known->prefix[0]) {
+            continue;
+        }
+        for (j = 1; j < known->length; j++) {
+            if (ascii_lower(key[j]) != (unsigned char)known->prefix[j]) {
+                break;
+            }
+        }
+        if (j == known->length) {
+            return known->kind;
+        }
+    }
+    return KIND_UNKNOWN;
+}
+
+/* The record of one line (already cut to MAX_LINE_OCTETS): its kind, and the
+ * stripped value as [*value_start, *value_end) of the line. */
+static int
+classify(const unsigned char *line, Py_ssize_t length, Py_ssize_t *value_start,
+         Py_ssize_t *value_end)
+{
+    const unsigned char *found;
+    Py_ssize_t key_start = 0, key_end, start, end;
+
+    found = memchr(line, '#', (size_t)length);
+    if (found != NULL) {
+        length = found - line;
+    }
+    found = memchr(line, ':', (size_t)length);
+    if (found != NULL) {
+        key_end = found - line;
+        start = key_end + 1;
+        end = length;
+    }
+    else {
+        /* Exactly two whitespace-separated tokens: "disallow /". */
+        Py_ssize_t p = 0;
+        while (p < length && is_space(line[p])) {
+            p++;
+        }
+        key_start = p;
+        while (p < length && !is_space(line[p])) {
+            p++;
+        }
+        key_end = p;
+        while (p < length && is_space(line[p])) {
+            p++;
+        }
+        if (p == length) {
+            return KIND_NONE;
+        }
+        start = p;
+        while (p < length && !is_space(line[p])) {
+            p++;
+        }
+        end = p;
+        while (p < length && is_space(line[p])) {
+            p++;
+        }
+        if (p != length) {
+            return KIND_NONE;
+        }
+    }
+    while (key_start < key_end && is_space(line[key_start])) {
+        key_start++;
+    }
+    while (key_end > key_start && is_space(line[key_end - 1])) {
+        key_end--;
+    }
+    if (key_start == key_end) {
+        return KIND_NONE;
+    }
+    while (start < end && is_space(line[start])) {
+        start++;
+    }
+    while (end > start && is_space(line[end - 1])) {
+        end--;
+    }
+    *value_start = start;
+    *value_end = end;
+    return key_kind(line + key_start, key_end - key_start);
+}
+
+/* Walks the lines of data[start:end), numbering them from a given line number. */
+typedef struct {
+    const unsigned char *data;
+    Py_ssize_t position;
+    Py_ssize_t end;
+    Py_ssize_t line_no;
+    int has_cr;
+} LineReader;
+
+static void
+reader_init(LineReader *reader, const unsigned char *data, Py_ssize_t start, Py_ssize_t end,
+            Py_ssize_t first_line_no)
+{
+    reader->data = data;
+    reader->position = start;
+    reader->end = end;
+    reader->line_no = first_line_no - 1;
+    reader->has_cr = memchr(data + start, '\r', (size_t)(end - start)) != NULL;
+}
+
+/* The next line as [*line_start, *line_start + *line_length), cut to MAX_LINE_OCTETS;
+ * 0 at the end. */
+static int
+reader_next(LineReader *reader, Py_ssize_t *line_start, Py_ssize_t *line_length)
+{
+    const unsigned char *data = reader->data;
+    Py_ssize_t start = reader->position, stop;
+    if (start >= reader->end) {
+        return 0;
+    }
+    if (reader->has_cr) {
+        stop = start;
+        while (stop < reader->end && data[stop] != '\n' && data[stop] != '\r') {
+            stop++;
+        }
+    }
+    else {
+        const unsigned char *newline =
+            memchr(data + start, '\n', (size_t)(reader->end - start));
+        stop = newline != NULL ? newline - data : reader->end;
+    }
+    reader->position = stop;
+    if (stop < reader->end) {
+        reader->position = stop + 1;
+        if (data[stop] == '\r' && stop + 1 < reader->end && data[stop + 1] == '\n') {
+            reader->position = stop + 2;
+        }
+    }
+    reader->line_no++;
+    *line_start = start;
+    *line_length = stop - start < MAX_LINE_OCTETS ? stop - start : MAX_LINE_OCTETS;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* GroupIndex                                                                     */
+/* ------------------------------------------------------------------------------ */
+
+typedef struct {
+    Py_ssize_t start; /* offset of the group's first user-agent line */
+    Py_ssize_t end;   /* offset of the next group's first line, or the body's length */
+    Py_ssize_t line_no;
+    Py_ssize_t first_agent; /* index into agents */
+    Py_ssize_t agent_count;
+} Group;
+
+typedef struct {
+    Py_ssize_t start;
+    Py_ssize_t length;
+} Span;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *body; /* bytes */
+    Group *groups;
+    Py_ssize_t group_count;
+    Span *agents;
+    Py_ssize_t agent_count;
+} GroupIndexObject;
+
+/* Append one item to a PyMem array, doubling its capacity when full. */
+static int
+grow(void **items, Py_ssize_t *capacity, Py_ssize_t count, size_t item_size)
+{
+    void *bigger;
+    Py_ssize_t new_capacity;
+    if (count < *capacity) {
+        return 0;
+    }
+    new_capacity = *capacity ? *capacity * 2 : 8;
+    bigger = PyMem_Realloc(*items, (size_t)new_capacity * item_size);
+    if (bigger == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *items = bigger;
+    *capacity = new_capacity;
+    return 0;
+}
+
+/* Give back the unused capacity of a PyMem array: parsed files are kept for hours. */
+static int
+shrink(void **items, Py_ssize_t count, size_t item_size)
+{
+    void *smaller;
+    if (*items == NULL) {
+        return 0;
+    }
+    smaller = PyMem_Realloc(*items, (size_t)(count > 0 ? count : 1) * item_size);
+    if (smaller == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *items = smaller;
+    return 0;
+}
+
+static int
+group_index_scan(GroupIndexObject *self)
+{
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(self->body);
+    Py_ssize_t size = PyBytes_GET_SIZE(self->body);
+    Py_ssize_t group_capacity = 0, agent_capacity = 0, line_start, line_length;
+    Py_ssize_t value_start, value_end;
+    int saw_rule = 0;
+    LineReader reader;
+
+    reader_init(&reader, data, 0, size, 1);
+    while (reader_next(&reader, &line_start, &line_length)) {
+        int kind = classify(data + line_start, line_length, &value_start, &value_end);
+        if (kind == KIND_ALLOW || kind == KIND_DISALLOW) {
+            saw_rule = 1;
+            continue;
+        }
+        if (kind != KIND_USER_AGENT) {
+            continue;
+        }
+        /* A user-agent line after a rule (or the first one) starts a group. */
+        if (self->group_count == 0 || saw_rule) {
+            Group *group;
+            if (grow((void **)&self->groups, &group_capacity, self->group_count,
+                     sizeof(Group)) < 0) {
+                return -1;
+            }
+            if (self->group_count > 0) {
+                self->groups[self->group_count - 1].end = line_start;
+            }
+            group = &self->groups[self->group_count++];
+            group->start = line_start;
+            group->end = size;
+            group->line_no = reader.line_no;
+            group->first_agent = self->agent_count;
+            group->agent_count = 0;
+        }
+        if (grow((void **)&self->agents, &agent_capacity, self->agent_count, sizeof(Span)) < 0) {
+            return -1;
+        }
+        self->agents[self->agent_count].start = line_start + value_start;
+        self->agents[self->agent_count].length = value_end - value_start;
+        self->agent_count++;
+        self->groups[self->group_count - 1].agent_count++;
+        saw_rule = 0;
+    }
+    if (shrink((void **)&self->groups, self->group_count, sizeof(Group)) < 0 ||
+        shrink((void **)&self->agents, self->agent_count, sizeof(Span)) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+group_index_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *body;
+    GroupIndexObject *self;
+    static char *keywords[] = {"body", NULL};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!:GroupIndex", keywords, &PyBytes_Type,
+                                     &body)) {
+        return NULL;
+    }
+    self = (GroupIndexObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    Py_INCREF(body);
+    self->body = body;
+    if (group_index_scan(self) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+group_index_dealloc(GroupIndexObject *self)
+{
+    Py_XDECREF(self->body);
+    PyMem_Free(self->groups);
+    PyMem_Free(self->agents);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t
+group_index_length(GroupIndexObject *self)
+{
+    return self->group_count;
+}
+
+/* Whether a user-agent value names token (lower-case product token, or "*"). */
+static int
+agent_names(const unsigned char *agent, Py_ssize_t length, const unsigned char *token,
+            Py_ssize_t size)
+{
+    Py_ssize_t i;
+    if (size == 1 && token[0] == '*') {
+        return length >= 1 && agent[0] == '*' && (length == 1 || is_space(agent[1]));
+    }
+    if (length < size) {
+        return 0;
+    }
+    for (i = 0; i < size; i++) {
+        if (ascii_lower(agent[i]) != token[i]) {
+            return 0;
+        }
+    }
+    return length == size || !is_token_octet(agent[size]);
+}
+
+static PyObject *
+group_index_naming(GroupIndexObject *self, PyObject *token)
+{
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(self->body);
+    const unsigned char *token_octets;
+    Py_ssize_t size, g, a;
+    PyObject *indexes;
+
+    if (!PyBytes_Check(token)) {
+        PyErr_SetString(PyExc_TypeError, "naming() takes bytes");
+        return NULL;
+    }
+    token_octets = (const unsigned char *)PyBytes_AS_STRING(token);
+    size = PyBytes_GET_SIZE(token);
+    indexes = PyList_New(0);
+    if (indexes == NULL) {
+        return NULL;
+    }
+    for (g = 0; g < self->group_count; g++) {
+        const Group *group = &self->groups[g];
+        for (a = group->first_agent; a < group->first_agent + group->agent_count; a++) {
+            const Span *agent = &self->agents[a];
+            if (agent_names(data + agent->start, agent->length, token_octets, size)) {
+                PyObject *index = PyLong_FromSsize_t(g);
+                if (index == NULL || PyList_Append(indexes, index) < 0) {
+                    Py_XDECREF(index);
+                    Py_DECREF(indexes);
+                    return NULL;
+                }
+                Py_DECREF(index);
+                break;
+            }
+        }
+    }
+    return indexes;
+}
+
+static const Group *
+group_at(GroupIndexObject *self, Py_ssize_t index)
+{
+    if (index < 0 || index >= self->group_count) {
+        PyErr_SetString(PyExc_IndexError, "group index out of range");
+        return NULL;
+    }
+    return &self->groups[index];
+}
+
+static PyObject *
+group_index_agents(GroupIndexObject *self, PyObject *argument)
+{
+    const char *data = PyBytes_AS_STRING(self->body);
+    Py_ssize_t index = PyLong_AsSsize_t(argument), i;
+    const Group *group;
+    PyObject *agents;
+
+    if (index == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    group = group_at(self, index);
+    if (group == NULL) {
+        return NULL;
+    }
+    agents = PyList_New(group->agent_count);
+    if (agents == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < group->agent_count; i++) {
+        const Span *agent = &self->agents[group->first_agent + i];
+        PyObject *value = PyBytes_FromStringAndSize(data + agent->start, agent->length);
+        if (value == NULL) {
+            Py_DECREF(agents);
+            return NULL;
+        }
+        PyList_SET_ITEM(agents, i, value);
+    }
+    return agents;
+}
+
+static int
+set_line_value(PyObject *table, Py_ssize_t line_no, const char *value, Py_ssize_t length)
+{
+    int result = -1;
+    PyObject *key = PyLong_FromSsize_t(line_no);
+    PyObject *item = PyBytes_FromStringAndSize(value, length);
+    if (key != NULL && item != NULL) {
+        result = PyDict_SetItem(table, key, item);
+    }
+    Py_XDECREF(key);
+    Py_XDECREF(item);
+    return result;
+}
+
+static PyObject *
+group_index_collect(GroupIndexObject *self, PyObject *args)
+{
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(self->body);
+    Py_ssize_t index, line_start, line_length, value_start, value_end;
+    PyObject *allows, *disallows, *crawl_delays;
+    const Group *group;
+    LineReader reader;
+
+    if (!PyArg_ParseTuple(args, "nO!O!O!:collect", &index, &PyDict_Type, &allows, &PyDict_Type,
+                          &disallows, &PyDict_Type, &crawl_delays)) {
+        return NULL;
+    }
+    group = group_at(self, index);
+    if (group == NULL) {
+        return NULL;
+    }
+    reader_init(&reader, data, group->start, group->end, group->line_no);
+    while (reader_next(&reader, &line_start, &line_length)) {
+        PyObject *table;
+        switch (classify(data + line_start, line_length, &value_start, &value_end)) {
+        case KIND_ALLOW:
+            table = allows;
+            break;
+        case KIND_DISALLOW:
+            table = disallows;
+            break;
+        case KIND_CRAWL_DELAY:
+            table = crawl_delays;
+            break;
+        default:
+            continue;
+        }
+        if (set_line_value(table, reader.line_no, (const char *)data + line_start + value_start,
+                           value_end - value_start) < 0) {
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef group_index_methods[] = {
+    {"naming", (PyCFunction)group_index_naming, METH_O,
+     "Indexes of the groups naming token (a lower-case product token, or b'*')."},
+    {"agents", (PyCFunction)group_index_agents, METH_O,
+     "The User-agent values of group index, as written."},
+    {"collect", (PyCFunction)group_index_collect, METH_VARARGS,
+     "collect(index, allows, disallows, crawl_delays): add the group's records to the dicts "
+     "(line number -> value)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods group_index_as_sequence = {
+    .sq_length = (lenfunc)group_index_length,
+};
+
+static PyTypeObject GroupIndexType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "scrapy_rep9309._speedups.GroupIndex",
+    .tp_basicsize = sizeof(GroupIndexObject),
+    .tp_dealloc = (destructor)group_index_dealloc,
+    .tp_as_sequence = &group_index_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "GroupIndex(body): the groups of one robots.txt body (see groups.py).",
+    .tp_methods = group_index_methods,
+    .tp_new = group_index_new,
+};
+
+/* ------------------------------------------------------------------------------ */
+/* RuleSet                                                                        */
+/* ------------------------------------------------------------------------------ */
+
+/* A match key (octets, is_allow, -line) packed so that a larger integer is better. */
+#define LINE_BITS 39
+#define LINE_LIMIT ((((uint64_t)1) << LINE_BITS) - 1)
+
+typedef struct {
+    uint64_t key;
+    char *text;            /* normalised pattern without a final "$"; PyMem block */
+    int32_t *failure;      /* KMP failure function of each piece, by text position */
+    Py_ssize_t length;     /* of text */
+    Py_ssize_t first_length;  /* before the first "*"; == length when there is none */
+    Py_ssize_t last_start;    /* after the last "*"; only meaningful with a "*" */
+    int anchored;
+    int has_star;
+} Rule;
+
+typedef struct {
+    uint32_t bucket;  /* the first BUCKET_KEY_LENGTH octets of the pattern, big-endian */
+    Py_ssize_t rule;  /* index into rules */
+} BucketEntry;
+
+typedef struct {
+    PyObject_HEAD
+    Rule *rules;             /* best first */
+    Py_ssize_t rule_count;
+    BucketEntry *buckets;    /* rules whose first piece has BUCKET_KEY_LENGTH octets or more,
+                                by bucket, best first within one */
+    Py_ssize_t bucket_count;
+    Py_ssize_t *short_rules; /* the others, best first */
+    Py_ssize_t short_count;
+} RuleSetObject;
+
+static uint64_t
+pack_key(Py_ssize_t octets, int allow, long long line)
+{
+    uint64_t line_part = line < 0 ? 0 : (uint64_t)line;
+    if (line_part > LINE_LIMIT) {
+        line_part = LINE_LIMIT;
+    }
+    return ((uint64_t)octets << (LINE_BITS + 1)) | ((uint64_t)(allow != 0) << LINE_BITS) |
+           (LINE_LIMIT - line_part);
+}
+
+/* Normalise a pattern (urlnorm.normalise_octets, "*" kept) into out (3 * length room). */
+static Py_ssize_t
+normalise_pattern(const unsigned char *data, Py_ssize_t length, char *out)
+{
+    Py_ssize_t i = 0, written = 0;
+    while (i < length) {
+        unsigned char c = data[i];
+        if (c == '%' && i + 2 < length && hex_value(data[i + 1]) >= 0 &&
+            hex_value(data[i + 2]) >= 0) {
+            int octet = hex_value(data[i + 1]) * 16 + hex_value(data[i + 2]);
+            if (is_unreserved((unsigned char)octet)) {
+                out[written++] = (char)octet;
+            }
+            else {
+                out[written++] = '%';
+                out[written++] = HEX_DIGITS[octet >> 4];
+                out[written++] = HEX_DIGITS[octet & 15];
+            }
+            i += 3;
+            continue;
+        }
+        if (c == '*' || is_kept(c)) {
+            out[written++] = (char)c;
+        }
+        else {
+            out[written++] = '%';
+            out[written++] = HEX_DIGITS[c >> 4];
+            out[written++] = HEX_DIGITS[c & 15];
+        }
+        i++;
+    }
+    return written;
+}
+
+/* failure[i] for i in [start, end): KMP prefix function of the piece text[start:end). */
+static void
+fill_failure(const char *text, int32_t *failure, Py_ssize_t start, Py_ssize_t end)
+{
+    Py_ssize_t i;
+    int32_t matched = 0;
+    if (start >= end) {
+        return;
+    }
+    failure[start] = 0;
+    for (i = start + 1; i < end; i++) {
+        while (matched > 0 && text[i] != text[start + matched]) {
+            matched = failure[start + matched - 1];
+        }
+        if (text[i] == text[start + matched]) {
+            matched++;
+        }
+        failure[i] = matched;
+    }
+}
+
+/* Left-most occurrence of piece (with its failure function) in haystack[from:]; -1 if
+ * none. Linear: memchr finds candidates, KMP never re-reads an octet. */
+static Py_ssize_t
+find_piece(const char *haystack, Py_ssize_t length, Py_ssize_t from, const char *piece,
+           Py_ssize_t size, const int32_t *failure)
+{
+    Py_ssize_t i = from, matched = 0;
+    if (size == 0) {
+        return from <= length ? from : -1;
+    }
+    while (i < length) {
+        if (matched == 0) {
+            const char *candidate = memchr(haystack + i, piece[0], (size_t)(length - i));
+            if (candidate == NULL) {
+                return -1;
+            }
+            i = candidate - haystack + 1;
+            matched = 1;
+        }
+        else if (haystack[i] == piece[matched]) {
+            i++;
+            matched++;
+        }
+        else {
+            matched = failure[matched - 1];
+            continue;
+        }
+        if (matched == size) {
+            return i - size;
+        }
+    }
+    return -1;
+}
+
+/* Whether rule matches path from its first octet (matcher.WildcardRule.matches). */
+static int
+rule_matches(const Rule *rule, const char *path, Py_ssize_t length)
+{
+    Py_ssize_t position, piece_start, last_length;
+    if (length < rule->first_length || memcmp(path, rule->text, (size_t)rule->first_length)) {
+        return 0;
+    }
+    if (!rule->has_star) {
+        return !rule->anchored || length == rule->first_length;
+    }
+    last_length = rule->length - rule->last_start;
+    if (rule->anchored && (length < last_length ||
+                           memcmp(path + length - last_length, rule->text + rule->last_start,
+                                  (size_t)last_length))) {
+        return 0;
+    }
+    position = rule->first_length;
+    piece_start = rule->first_length + 1;
+    while (piece_start < rule->last_start) {
+        const char *star = memchr(rule->text + piece_start, '*',
+                                  (size_t)(rule->last_start - piece_start));
+        Py_ssize_t piece_end = star - rule->text; /* never NULL: the last "*" ends it */
+        Py_ssize_t found = find_piece(path, length, position, rule->text + piece_start,
+                                      piece_end - piece_start, rule->failure + piece_start);
+        if (found < 0) {
+            return 0;
+        }
+        position = found + (piece_end - piece_start);
+        piece_start = piece_end + 1;
+    }
+    if (rule->anchored) {
+        return length - last_length >= position;
+    }
+    return find_piece(path, length, position, rule->text + rule->last_start, last_length,
+                      rule->failure + rule->last_start) >= 0;
+}
+
+static int
+add_rule(RuleSetObject *self, Py_ssize_t *capacity, const unsigned char *value,
+         Py_ssize_t length, int allow, long long line)
+{
+    Rule *rule;
+    const char *star;
+    char *scratch, *text;
+    Py_ssize_t written, first_length, p, text_room;
+    int anchored = length > 0 && value[length - 1] == '$';
+
+    if (anchored) {
+        length--;
+    }
+    if (grow((void **)&self->rules, capacity, self->rule_count, sizeof(Rule)) < 0) {
+        return -1;
+    }
+    scratch = PyMem_Malloc((size_t)(3 * length + 1));
+    if (scratch == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    written = normalise_pattern(value, length, scratch);
+    star = memchr(scratch, '*', (size_t)written);
+    first_length = star != NULL ? star - scratch : written;
+    /* One block per rule: the text, then (4-aligned) the failure functions of its
+     * pieces when it has any "*". */
+    text_room = (written + 4) & ~(Py_ssize_t)3;
+    text = PyMem_Malloc((size_t)text_room + (star != NULL ? (size_t)written * sizeof(int32_t) : 0));
+    if (text == NULL) {
+        PyMem_Free(scratch);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(text, scratch, (size_t)written);
+    PyMem_Free(scratch);
+    rule = &self->rules[self->rule_count++];
+    rule->text = text;
+    rule->failure = star != NULL ? (int32_t *)(text + text_room) : NULL;
+    rule->length = written;
+    rule->anchored = anchored;
+    rule->has_star = star != NULL;
+    rule->first_length = first_length;
+    rule->last_start = written;
+    if (star != NULL) {
+        for (p = written; p > 0 && text[p - 1] != '*'; p--) {
+        }
+        rule->last_start = p;
+        /* Every piece after the first: between stars, and after the last one. */
+        p = rule->first_length + 1;
+        while (p <= written) {
+            const char *next = memchr(text + p, '*', (size_t)(written - p));
+            Py_ssize_t end = next != NULL ? next - text : written;
+            fill_failure(text, rule->failure, p, end);
+            p = end + 1;
+        }
+    }
+    /* RFC 9309: the most specific match has the most octets; like Google's library, a
+     * pattern's "*" and "$" count too. */
+    rule->key = pack_key(written + anchored, allow, line);
+    return 0;
+}
+
+static const char INDEX_PAGE[] = "/index.htm";
+
+static int
+add_rules(RuleSetObject *self, Py_ssize_t *capacity, PyObject *table, int allow)
+{
+    Py_ssize_t position = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(table, &position, &key, &value)) {
+        const unsigned char *octets;
+        Py_ssize_t length, slash;
+        long long line = PyLong_AsLongLong(key);
+        if (line == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (!PyBytes_Check(value)) {
+            PyErr_SetString(PyExc_TypeError, "rule values must be bytes");
+            return -1;
+        }
+        octets = (const unsigned char *)PyBytes_AS_STRING(value);
+        length = PyBytes_GET_SIZE(value);
+        if (length == 0) { /* RFC 9309: an empty value matches nothing */
+            continue;
+        }
+        if (add_rule(self, capacity, octets, length, allow, line) < 0) {
+            return -1;
+        }
+        if (!allow) {
+            continue;
+        }
+        /* Google's rule: "Allow: /dir/index.htm[l]" also allows "/dir/" itself. */
+        for (slash = length - 1; slash >= 0 && octets[slash] != '/'; slash--) {
+        }
+        if (slash >= 0 && length - slash >= (Py_ssize_t)(sizeof(INDEX_PAGE) - 1) &&
+            memcmp(octets + slash, INDEX_PAGE, sizeof(INDEX_PAGE) - 1) == 0) {
+            unsigned char *directory = PyMem_Malloc((size_t)slash + 2);
+            int failed;
+            if (directory == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            memcpy(directory, octets, (size_t)slash + 1);
+            directory[slash + 1] = '$';
+            failed = add_rule(self, capacity, directory, slash + 2, 1, line);
+            PyMem_Free(directory);
+            if (failed) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int
+compare_rules(const void *a, const void *b)
+{
+    uint64_t left = ((const Rule *)a)->key, right = ((const Rule *)b)->key;
+    return left < right ? 1 : (left > right ? -1 : 0); /* best first */
+}
+
+static uint32_t
+bucket_of(const char *octets)
+{
+    const unsigned char *u = (const unsigned char *)octets;
+    return ((uint32_t)u[0] << 24) | ((uint32_t)u[1] << 16) | ((uint32_t)u[2] << 8) | u[3];
+}
+
+static int
+compare_bucket_entries(const void *a, const void *b)
+{
+    const BucketEntry *left = a, *right = b;
+    if (left->bucket != right->bucket) {
+        return left->bucket < right->bucket ? -1 : 1;
+    }
+    return left->rule < right->rule ? -1 : (left->rule > right->rule ? 1 : 0);
+}
+
+static int
+rule_set_index(RuleSetObject *self)
+{
+    Py_ssize_t i;
+    qsort(self->rules, (size_t)self->rule_count, sizeof(Rule), compare_rules);
+    if (shrink((void **)&self->rules, self->rule_count, sizeof(Rule)) < 0) {
+        return -1;
+    }
+    self->buckets = PyMem_Malloc(sizeof(BucketEntry) * (size_t)(self->rule_count + 1));
+    self->short_rules = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(self->rule_count + 1));
+    if (self->buckets == NULL || self->short_rules == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < self->rule_count; i++) {
+        const Rule *rule = &self->rules[i];
+        if (rule->first_length >= BUCKET_KEY_LENGTH) {
+            self->buckets[self->bucket_count].bucket = bucket_of(rule->text);
+            self->buckets[self->bucket_count].rule = i;
+            self->bucket_count++;
+        }
+        else {
+            self->short_rules[self->short_count++] = i;
+        }
+    }
+    qsort(self->buckets, (size_t)self->bucket_count, sizeof(BucketEntry),
+          compare_bucket_entries);
+    return 0;
+}
+
+static void
+rule_set_dealloc(RuleSetObject *self)
+{
+    Py_ssize_t i;
+    for (i = 0; i < self->rule_count; i++) {
+        PyMem_Free(self->rules[i].text);
+    }
+    PyMem_Free(self->rules);
+    PyMem_Free(self->buckets);
+    PyMem_Free(self->short_rules);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+rule_set_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *allows, *disallows;
+    RuleSetObject *self;
+    Py_ssize_t capacity = 0;
+    static char *keywords[] = {"allows", "disallows", NULL};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!:RuleSet", keywords, &PyDict_Type,
+                                     &allows, &PyDict_Type, &disallows)) {
+        return NULL;
+    }
+    self = (RuleSetObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    if (add_rules(self, &capacity, allows, 1) < 0 || add_rules(self, &capacity, disallows, 0) < 0 ||
+        rule_set_index(self) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* The best rule matching a normalised path; NULL if none does. */
+static const Rule *
+rule_set_best(const RuleSetObject *self, const char *path, Py_ssize_t length)
+{
+    const Rule *best = NULL;
+    Py_ssize_t i;
+    if (self->bucket_count > 0 && length >= BUCKET_KEY_LENGTH) {
+        uint32_t bucket = bucket_of(path);
+        Py_ssize_t low = 0, high = self->bucket_count;
+        while (low < high) { /* the first entry of the bucket */
+            Py_ssize_t middle = low + (high - low) / 2;
+            if (self->buckets[middle].bucket < bucket) {
+                low = middle + 1;
+            }
+            else {
+                high = middle;
+            }
+        }
+        for (i = low; i < self->bucket_count && self->buckets[i].bucket == bucket; i++) {
+            const Rule *rule = &self->rules[self->buckets[i].rule];
+            if (rule_matches(rule, path, length)) {
+                best = rule;
+                break;
+            }
+        }
+    }
+    for (i = 0; i < self->short_count; i++) {
+        const Rule *rule = &self->rules[self->short_rules[i]];
+        if (best != NULL && rule->key <= best->key) {
+            break;
+        }
+        if (rule_matches(rule, path, length)) {
+            best = rule;
+            break;
+        }
+    }
+    return best;
+}
+
+static PyObject *
+match_key(const Rule *rule)
+{
+    uint64_t octets = rule->key >> (LINE_BITS + 1);
+    int allow = (int)((rule->key >> LINE_BITS) & 1);
+    long long line = (long long)(LINE_LIMIT - (rule->key & LINE_LIMIT));
+    return Py_BuildValue("(KNL)", (unsigned long long)octets, PyBool_FromLong(allow), -line);
+}
+
+static PyObject *
+rule_set_decide(RuleSetObject *self, PyObject *path)
+{
+    const char *octets;
+    Py_ssize_t length;
+    const Rule *best;
+    if (!PyUnicode_Check(path)) {
+        PyErr_SetString(PyExc_TypeError, "decide() takes a str path");
+        return NULL;
+    }
+    octets = PyUnicode_AsUTF8AndSize(path, &length);
+    if (octets == NULL) {
+        return NULL;
+    }
+    best = rule_set_best(self, octets, length);
+    if (best == NULL) {
+        Py_RETURN_NONE;
+    }
+    return match_key(best);
+}
+
+/* urlnorm.normalised_path, for URLs the fast path below cannot take. */
+static PyObject *normalised_path_function = NULL;
+
+static PyObject *
+normalised_path(PyObject *url)
+{
+    if (normalised_path_function == NULL) {
+        PyObject *module = PyImport_ImportModule("scrapy_rep9309.urlnorm");
+        if (module == NULL) {
+            return NULL;
+        }
+        normalised_path_function = PyObject_GetAttrString(module, "normalised_path");
+        Py_DECREF(module);
+        if (normalised_path_function == NULL) {
+            return NULL;
+        }
+    }
+    return PyObject_CallOneArg(normalised_path_function, url);
+}
+
+/* The path and query of an ASCII "http[s]://host/path" URL that needs no normalisation
+ * (urlnorm.clean_http_url): 1 and the span, or 0 for any other URL. */
+static int
+clean_http_path(const char *url, Py_ssize_t length, Py_ssize_t *start, Py_ssize_t *end)
+{
+    Py_ssize_t p;
+    if (length >= 8 && memcmp(url, "https://", 8) == 0) {
+        p = 8;
+    }
+    else if (length >= 7 && memcmp(url, "http://", 7) == 0) {
+        p = 7;
+    }
+    else {
+        return 0;
+    }
+    while (p < length && url[p] != '/' && url[p] != '?' && url[p] != ';' && url[p] != '#') {
+        p++;
+    }
+    if (p == length || url[p] != '/') {
+        return 0;
+    }
+    *start = p;
+    while (p < length && url[p] != '#' && is_kept((unsigned char)url[p])) {
+        p++;
+    }
+    if (p < length && url[p] != '#') {
+        return 0;
+    }
+    *end = p;
+    return 1;
+}
+
+static int
+is_robots_txt(const char *path, Py_ssize_t length)
+{
+    return length == 11 && memcmp(path, "/robots.txt", 11) == 0;
+}
+
+static PyObject *
+rule_set_allowed(RuleSetObject *self, PyObject *url)
+{
+    const char *octets;
+    Py_ssize_t length, start, end;
+    const Rule *best;
+    PyObject *path = NULL;
+
+    if (!PyUnicode_Check(url)) {
+        PyErr_SetString(PyExc_TypeError, "allowed() takes a str URL");
+        return NULL;
+    }
+    octets = NULL;
+    if (PyUnicode_IS_ASCII(url)) {
+        octets = (const char *)PyUnicode_DATA(url);
+        length = PyUnicode_GET_LENGTH(url);
+    }
+    if (octets == NULL || !clean_http_path(octets, length, &start, &end)) {
+        path = normalised_path(url);
+        if (path == NULL) {
+            return NULL;
+        }
+        octets = PyUnicode_AsUTF8AndSize(path, &length);
+        if (octets == NULL) {
+            Py_DECREF(path);
+            return NULL;
+        }
+        start = 0;
+        end = length;
+    }
+    /* RFC 9309 2.3.1: the robots.txt itself is always allowed. */
+    best = is_robots_txt(octets + start, end - start)
+               ? NULL
+               : rule_set_best(self, octets + start, end - start);
+    Py_XDECREF(path);
+    if (best == NULL || (best->key >> LINE_BITS) & 1) {
+        Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
+static Py_ssize_t
+rule_set_length(RuleSetObject *self)
+{
+    return self->rule_count;
+}
+
+static PyMethodDef rule_set_methods[] = {
+    {"decide", (PyCFunction)rule_set_decide, METH_O,
+     "The match key (octets, is_allow, -line) of the best rule matching a normalised path; "
+     "None if none does."},
+    {"allowed", (PyCFunction)rule_set_allowed, METH_O,
+     "Whether a URL (absolute, or a path) may be fetched; /robots.txt always may."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods rule_set_as_sequence = {
+    .sq_length = (lenfunc)rule_set_length,
+};
+
+static PyTypeObject RuleSetType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "scrapy_rep9309._speedups.RuleSet",
+    .tp_basicsize = sizeof(RuleSetObject),
+    .tp_dealloc = (destructor)rule_set_dealloc,
+    .tp_as_sequence = &rule_set_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "RuleSet(allows, disallows): compiled rules, ready for decisions (see matcher.py).",
+    .tp_methods = rule_set_methods,
+    .tp_new = rule_set_new,
+};
+
+/* ------------------------------------------------------------------------------ */
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "scrapy_rep9309._speedups",
+    .m_doc = "Compiled twins of groups.GroupIndex and matcher.RuleSet.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    PyObject *module;
+    if (PyType_Ready(&GroupIndexType) < 0 || PyType_Ready(&RuleSetType) < 0) {
+        return NULL;
+    }
+    module = PyModule_Create(&speedups_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&GroupIndexType);
+    if (PyModule_AddObject(module, "GroupIndex", (PyObject *)&GroupIndexType) < 0) {
+        Py_DECREF(&GroupIndexType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(&RuleSetType);
+    if (PyModule_AddObject(module, "RuleSet", (PyObject *)&RuleSetType) < 0) {
+        Py_DECREF(&RuleSetType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,194 @@
+"""The compiled GroupIndex and RuleSet against their pure-Python twins, which are the reference.
+
+The suites that test the public API already run on both implementations (see
+``_implementations.py``); here the two are compared part by part, on every file and
+link of the shared corpora and on generated input, so that any difference shows up
+with the exact group, line or path where it starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _shared_data import CORPUS_ROBOTS_DIR, RPBENCH_LINKS_DIR, RPBENCH_ROBOTS_DIR, require
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_rep9309 import core
+from scrapy_rep9309.parser import prepare
+from scrapy_rep9309.urlnorm import normalised_path
+from scrapy_rep9309.useragent import group_token
+
+#: Set by .ci/run: there the extension must have been built, not silently skipped.
+REQUIRE_VARIABLE = "REP9309_REQUIRE_SPEEDUPS"
+
+
+def test_the_extension_is_built_when_required() -> None:
+    if os.environ.get(REQUIRE_VARIABLE) != "1":
+        pytest.skip(f"{REQUIRE_VARIABLE} is not set: a build without a compiler is allowed")
+    assert core.COMPILED is not None, "scrapy_rep9309._speedups was not built"
+    assert core.ACTIVE is core.COMPILED
+
+
+@pytest.fixture(scope="module")
+def compiled() -> core.Implementation:
+    if core.COMPILED is None:
+        pytest.skip("scrapy_rep9309._speedups is not built (no C compiler at install time)")
+    return core.COMPILED
+
+
+PYTHON = core.PYTHON
+TOKENS = (b"*", b"googlebot", b"scrapy", b"bingbot", b"mybot")
+
+
+def group_view(implementation: core.Implementation, body: bytes) -> list[Any]:
+    """Everything a GroupIndex tells about ``body``, as plain data."""
+    index = implementation.GroupIndex(body)
+    groups = []
+    for number in range(len(index)):
+        tables: tuple[dict[int, bytes], ...] = ({}, {}, {})
+        index.collect(number, *tables)
+        groups.append((index.agents(number), tables))
+    own_tokens = {
+        group_token(agent.decode("utf-8", "replace")).encode("ascii", "replace")
+        for agents, _ in groups
+        for agent in agents
+    }
+    naming = {token: index.naming(token) for token in sorted(own_tokens | set(TOKENS)) if token}
+    return [groups, naming]
+
+
+def corpus_files(directory: Path) -> Iterator[Path]:
+    return (path for path in sorted(require(directory).iterdir()) if path.is_file())
+
+
+# --- the corpora -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "directory", [CORPUS_ROBOTS_DIR, RPBENCH_ROBOTS_DIR], ids=["robots", "rpbench"]
+)
+def test_groups_agree_on_every_corpus_file(compiled: core.Implementation, directory: Path) -> None:
+    for path in corpus_files(directory):
+        body = prepare(path.read_bytes())
+        assert group_view(compiled, body) == group_view(PYTHON, body), path.name
+
+
+def selected_rules(body: bytes, token: bytes) -> tuple[dict[int, bytes], dict[int, bytes]]:
+    index = PYTHON.GroupIndex(body)
+    allows: dict[int, bytes] = {}
+    disallows: dict[int, bytes] = {}
+    for number in index.naming(token) or index.naming(b"*"):
+        index.collect(number, allows, disallows, {})
+    return allows, disallows
+
+
+def test_decisions_agree_on_every_rpbench_link(compiled: core.Implementation) -> None:
+    decisions = 0
+    for path in corpus_files(RPBENCH_ROBOTS_DIR):
+        links = RPBENCH_LINKS_DIR / path.name
+        urls = links.read_text("utf-8", "replace").split() if links.is_file() else []
+        body = prepare(path.read_bytes())
+        for token in (b"scrapy", b"googlebot"):
+            allows, disallows = selected_rules(body, token)
+            ours, reference = compiled.RuleSet(allows, disallows), PYTHON.RuleSet(allows, disallows)
+            for url in urls:
+                assert ours.allowed(url) == reference.allowed(url), (path.name, token, url)
+                normalised = normalised_path(url)
+                assert ours.decide(normalised) == reference.decide(normalised), (path.name, url)
+                decisions += 1
+    assert decisions > 100_000
+
+
+# --- generated input -------------------------------------------------------------------
+
+LINE_PIECES = [
+    "User-agent:", "user-agent", "USERAGENT :", "user agent:", "user-agents:", "Allow:",
+    "disallow:", "DISSALLOW:", "disalow", "Sitemap:", "crawl-delay:", "crawl delay",
+    "foo:", ":", "#", " ", "\t", "\v", "\f", "*", "$", "/", "a", "B", "bot", "Googlebot/2.1",
+    "googlebot*", "%2A", "%41", "é", "\xa0", "<p>", "\r", "\n", "\r\n",
+]  # fmt: skip
+robots_like = st.lists(st.sampled_from(LINE_PIECES), max_size=60).map(
+    lambda pieces: "".join(pieces).encode("utf-8")
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(robots_like, st.binary(max_size=400)))
+def test_groups_agree_on_generated_bodies(body: bytes) -> None:
+    if core.COMPILED is None:
+        pytest.skip("scrapy_rep9309._speedups is not built")
+    body = prepare(body)
+    assert group_view(core.COMPILED, body) == group_view(PYTHON, body)
+
+
+PATTERN_PIECES = ["/", "a", "b", "ab", "*", "**", "$", "%", "%2", "%61", "%2a", "%2F", "%24",
+                  "?", "=", "é", " ", "~", "index.htm", "index.html", "\x00", "\xff"]  # fmt: skip
+PATH_PIECES = ["/", "a", "b", "ab", "%2A", "%24", "%2F", "%25", "?", "=", "~", "index.html",
+               "%C3%A9", "%FF"]  # fmt: skip
+URL_PIECES = ["/", "a", "b", "*", "$", "%", "%61", "é", " ", "#", "?", ";", "\\", "http://h",
+              "https://h", "//", "index.html"]  # fmt: skip
+
+patterns = st.lists(st.sampled_from(PATTERN_PIECES), max_size=8).map(
+    lambda pieces: "".join(pieces).encode("utf-8", "surrogatepass")
+)
+rule_tables = st.lists(st.tuples(st.booleans(), patterns), max_size=80)
+paths = st.lists(st.sampled_from(PATH_PIECES), max_size=10).map(lambda p: "/" + "".join(p))
+urls = st.lists(st.sampled_from(URL_PIECES), max_size=10).map("".join)
+
+
+def split_tables(rules: list[tuple[bool, bytes]]) -> tuple[dict[int, bytes], dict[int, bytes]]:
+    allows = {line: value for line, (allow, value) in enumerate(rules, 1) if allow}
+    disallows = {line: value for line, (allow, value) in enumerate(rules, 1) if not allow}
+    return allows, disallows
+
+
+@settings(max_examples=500, deadline=None)
+@given(rule_tables, st.lists(paths, min_size=1, max_size=8), st.lists(urls, max_size=8))
+def test_decisions_agree_on_generated_rules(
+    rules: list[tuple[bool, bytes]], path_list: list[str], url_list: list[str]
+) -> None:
+    if core.COMPILED is None:
+        pytest.skip("scrapy_rep9309._speedups is not built")
+    allows, disallows = split_tables(rules)
+    ours = core.COMPILED.RuleSet(allows, disallows)
+    reference = PYTHON.RuleSet(allows, disallows)
+    for path in path_list:
+        assert ours.decide(path) == reference.decide(path), path
+    for url in url_list:
+        assert ours.allowed(url) == reference.allowed(url), url
+
+
+# --- wrong arguments get clear errors, never a crash --------------------------------------
+
+
+def test_wrong_arguments_raise(compiled: core.Implementation) -> None:
+    index = compiled.GroupIndex(b"user-agent: a\ndisallow: /x\n")
+    assert len(index) == 1
+    for bad_index in (-1, 1, 2**70):
+        with pytest.raises((IndexError, OverflowError)):
+            index.collect(bad_index, {}, {}, {})
+        with pytest.raises((IndexError, OverflowError)):
+            index.agents(bad_index)
+    with pytest.raises(TypeError):
+        index.naming("a")
+    with pytest.raises(TypeError):
+        compiled.GroupIndex("user-agent: a")
+    with pytest.raises(TypeError):
+        compiled.RuleSet({1: "/x"}, {})
+    with pytest.raises(TypeError):
+        compiled.RuleSet({"1": b"/x"}, {})
+    rules = compiled.RuleSet({1: b"/x"}, {2: b"/"})
+    with pytest.raises(TypeError):
+        rules.decide(b"/x")
+    with pytest.raises(TypeError):
+        rules.allowed(None)
+
+
+def test_lone_surrogates_in_urls_are_normalised_not_rejected(compiled: core.Implementation) -> None:
+    rules = compiled.RuleSet({}, {1: b"/a%ED%A0%80"})
+    assert rules.allowed("/a\udc80") == PYTHON.RuleSet({}, {1: b"/a%ED%A0%80"}).allowed("/a\udc80")
