@@ -907,6 +907,9 @@ static int
 rule_set_index(RuleSetObject *self)
 {
     Py_ssize_t i;
+    if (self->rule_count == 0) {
+        return 0; /* no rule: every decision is "allowed" */
+    }
     qsort(self->rules, (size_t)self->rule_count, sizeof(Rule), compare_rules);
     if (shrink((void **)&self->rules, self->rule_count, sizeof(Rule)) < 0) {
         return -1;

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_ROOT = REPO_ROOT.parent / "shared"
+#: Beside the repository; REP9309_SHARED_DIR points elsewhere (e.g. for a copy of the tests).
+SHARED_ROOT = Path(os.environ.get("REP9309_SHARED_DIR") or REPO_ROOT.parent / "shared")
 CONFORMANCE_FILE = SHARED_ROOT / "conformance" / "google_robots_test_cases.jsonl"
 CORPUS_ROBOTS_DIR = SHARED_ROOT / "corpus" / "robots"
 RPBENCH_ROBOTS_DIR = SHARED_ROOT / "corpus" / "rpbench" / "robots"
