@@ -13,6 +13,9 @@ Both parsers get the same bytes, URLs and User-Agent in one run, and three numbe
 compared: (a) parse + first decision per file (what a crawler pays per new site), (b)
 every later decision on an already parsed file, and the memory held by the parsed
 objects of the whole corpus (tracemalloc), per file.
+
+``rep9309`` is the package as installed (its compiled parts where they were built);
+where they were, ``rep9309-py`` measures the pure-Python fallback in the same run.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 from protego import Protego
 
-from scrapy_rep9309 import RobotsTxt
+from scrapy_rep9309 import RobotsTxt, core
 
 USER_AGENT = "Scrapy/2.19 (+https://scrapy.org)"
 CLOCK = time.perf_counter
@@ -75,6 +78,15 @@ def load_corpus(directory: Path, max_urls: int) -> list[Site]:
 
 def ours_parse(body: bytes) -> Any:
     return RobotsTxt.parse(body)
+
+
+def python_parse(body: bytes) -> Any:
+    """``RobotsTxt.parse`` built from the pure-Python classes (see scrapy_rep9309.core)."""
+    active, core.ACTIVE = core.ACTIVE, core.PYTHON
+    try:
+        return RobotsTxt.parse(body)
+    finally:
+        core.ACTIVE = active
 
 
 def ours_allowed(parsed: Any, url: str) -> bool:
@@ -158,10 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     later_count = sum(len(site.urls) - 1 for site in sites)
     print(f"corpus {options.corpus}: {len(sites)} files, {later_count} later decisions")
 
+    print(f"rep9309 parser implementation: {core.ACTIVE.name}")
     contenders: dict[str, tuple[Parse, Allowed]] = {
         "protego": (protego_parse, protego_allowed),
         "rep9309": (ours_parse, ours_allowed),
     }
+    if core.ACTIVE is not core.PYTHON:
+        contenders["rep9309-py"] = (python_parse, ours_allowed)
     times = measure(sites, contenders, options.repeat)
     results: dict[str, tuple[float, float, int]] = {}
     for name, (parse, allowed) in contenders.items():
@@ -169,16 +184,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         memory = retained_bytes(sites, parse, allowed)
         results[name] = (first, later, memory)
         print(
-            f"{name:8} (a) parse+first decision: {first * 1e6 / len(sites):8.1f} us/file   "
+            f"{name:10} (a) parse+first decision: {first * 1e6 / len(sites):8.1f} us/file   "
             f"(b) later decisions: {later * 1e6 / max(later_count, 1):6.2f} us/decision   "
             f"memory: {memory / len(sites) / 1024:6.1f} KiB/file"
         )
-    protego, ours = results["protego"], results["rep9309"]
-    print(
-        f"speed-up vs Protego: (a) parse+first decision {protego[0] / ours[0]:.1f}x, "
-        f"(b) later decisions {protego[1] / ours[1]:.1f}x; "
-        f"memory {ours[2] / protego[2]:.2f}x Protego's"
-    )
+    protego = results["protego"]
+    for name, ours in results.items():
+        if name == "protego":
+            continue
+        label = "speed-up vs Protego" if name == "rep9309" else f"{name} vs Protego"
+        print(
+            f"{label}: (a) parse+first decision {protego[0] / ours[0]:.1f}x, "
+            f"(b) later decisions {protego[1] / ours[1]:.1f}x; "
+            f"memory {ours[2] / protego[2]:.2f}x Protego's"
+        )
     return 0
 
 

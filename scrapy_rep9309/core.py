@@ -12,28 +12,56 @@ use Python even where the extension exists.
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 from scrapy_rep9309 import groups, matcher
+from scrapy_rep9309.matcher import MatchKey
 
 PURE_PYTHON_VARIABLE = "SCRAPY_REP9309_PURE_PYTHON"
+
+
+class GroupIndexProtocol(Protocol):
+    """The groups of one robots.txt body; see :class:`scrapy_rep9309.groups.GroupIndex`."""
+
+    def __len__(self) -> int: ...
+
+    def naming(self, token: bytes) -> list[int]: ...
+
+    def agents(self, index: int) -> list[bytes]: ...
+
+    def collect(
+        self,
+        index: int,
+        allows: dict[int, bytes],
+        disallows: dict[int, bytes],
+        crawl_delays: dict[int, bytes],
+    ) -> None: ...
+
+
+class RuleSetProtocol(Protocol):
+    """Compiled rules; see :class:`scrapy_rep9309.matcher.RuleSet`."""
+
+    def decide(self, path: str) -> MatchKey | None: ...
+
+    def allowed(self, url: str) -> bool: ...
 
 
 class Implementation(NamedTuple):
     """The classes :class:`~scrapy_rep9309.robotstxt.RobotsTxt` is built from."""
 
     name: str
-    #: ``GroupIndex(body)``: ``naming(token)``, ``agents(index)``, ``collect(index, ...)``.
-    GroupIndex: Any
-    #: ``RuleSet(allows, disallows)``: ``decide(path)``, ``allowed(url)``.
-    RuleSet: Any
+    #: ``GroupIndex(body)``
+    GroupIndex: Callable[[bytes], GroupIndexProtocol]
+    #: ``RuleSet(allows, disallows)``, both mapping line numbers to values as written.
+    RuleSet: Callable[[dict[int, bytes], dict[int, bytes]], RuleSetProtocol]
 
 
 PYTHON = Implementation("python", groups.GroupIndex, matcher.RuleSet)
 
 COMPILED: Implementation | None
 try:
-    from scrapy_rep9309 import _speedups  # type: ignore[attr-defined]
+    from scrapy_rep9309 import _speedups
 except ImportError:  # built without a compiler: the Python classes do the work
     COMPILED = None
 else:

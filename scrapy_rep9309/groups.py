@@ -13,6 +13,8 @@ when a crawler it applies to first asks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scrapy_rep9309.parser import (
     MAX_LINE_OCTETS,
     classify,
@@ -164,7 +166,7 @@ class _RuleCollector:
     """Tokenizer handler filing a group's rules and crawl-delays by line number."""
 
     __slots__ = ("allow", "crawl_delay", "disallow")
-    unknown = None
+    unknown: Callable[[int, bytes, bytes], None] | None = None
 
     def __init__(
         self,

@@ -228,10 +228,10 @@ class RuleSet:
         for table, is_allow in ((allows, True), (disallows, False)):
             pairs = sorted(zip(map(_FIRST_OCTETS, table.values()), table.keys(), strict=True))
             for octets, same_octets in groupby(pairs, key=_FIRST):
-                pending = by_octets.get(octets)
-                if pending is None:
-                    pending = by_octets[octets] = _Pending([], [], [])
-                lines = pending.allows if is_allow else pending.disallows
+                filed = by_octets.get(octets)
+                if filed is None:
+                    filed = by_octets[octets] = _Pending([], [], [])
+                lines = filed.allows if is_allow else filed.disallows
                 lines += map(_SECOND, same_octets)
         if b"/index.htm" in b"\n".join(allows.values()):
             for line, value in allows.items():

@@ -11,8 +11,8 @@ Everything is cached per crawler.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from scrapy_rep9309 import core
 from scrapy_rep9309.groups import records_of_kind
@@ -50,7 +50,12 @@ class _Selection:
 
     __slots__ = ("_agents", "_allows", "_crawl_delays", "_disallows", "rules")
 
-    def __init__(self, groups: Any, indexes: list[int], rule_set_class: Any) -> None:
+    def __init__(
+        self,
+        groups: core.GroupIndexProtocol,
+        indexes: list[int],
+        rule_set_class: Callable[[dict[int, bytes], dict[int, bytes]], core.RuleSetProtocol],
+    ) -> None:
         self._allows: dict[int, bytes] = {}
         self._disallows: dict[int, bytes] = {}
         crawl_delays: dict[int, bytes] = {}
@@ -131,9 +136,7 @@ class RobotsTxt:
                 indexes = self._groups.naming(octets)
             if not indexes:
                 indexes = self._groups.naming(b"*")
-            selection = (
-                _Selection(self._groups, indexes, self._rule_set_class) if indexes else None
-            )
+            selection = _Selection(self._groups, indexes, self._rule_set_class) if indexes else None
             self._by_token[token] = selection
         if len(self._selections) >= _MAX_CACHED_USER_AGENTS:  # e.g. a rotating User-Agent
             self._selections.clear()
