@@ -7,8 +7,9 @@ Usage::
 The RFC 9309 security considerations ask for matching that cannot be driven into
 super-linear time. A backtracking regular expression built from ``/*a*a*a*a*a*a*a*a*a*a*b$``
 takes exponential time on ``/aaaa...a``; this package's matcher places each ``*``-piece
-left-most with ``str.find`` and so stays linear in the URL for every rule. The target is
-one decision over 1,000 such rules and a 2 KB URL in under 5 ms.
+left-most (``str.find``, or Knuth-Morris-Pratt in the compiled matcher) and so stays
+linear in the URL for every rule. The target is one decision over 1,000 such rules and
+a 2 KB URL in under 5 ms.
 """
 
 from __future__ import annotations
