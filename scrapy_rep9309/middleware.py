@@ -190,8 +190,9 @@ class RobotsTxtMiddleware:
             return
         rules = self.lifecycle.rules(origin, record)
         user_agent = self._user_agent(request)
-        decision = rules.explain(request.url, user_agent)
-        if not decision.allowed:
+        if not rules.allowed(request.url, user_agent):
+            # The same decision again, with its reason: only forbidden requests pay for it.
+            decision = rules.explain(request.url, user_agent)
             self.stats.inc_value("robotstxt/forbidden")
             self._report(origin).forbidden += 1
             logger.debug(
