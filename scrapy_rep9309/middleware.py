@@ -57,6 +57,14 @@ EXPIRED_META = "rep9309_expired"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 _SCHEMES = ("http", "https")
 _EXPIRY_TIMER = "expiry"
+#: OriginReport counter -> the crawl stat counting the same requests.
+_STATS = {
+    "forbidden": "robotstxt/forbidden",
+    "deferred": "robotstxt/deferred",
+    "released": "robotstxt/deferred/released",
+    "expired": "robotstxt/deferred/expired",
+    "closed": "robotstxt/deferred/closed",
+}
 WAIT_POLL_INTERVAL = 1.0
 
 
@@ -143,8 +151,7 @@ class RobotsTxtMiddleware:
                 _fire(waiter)
         self._waiters.clear()
         for entry in self._held.drain():
-            self.stats.inc_value("robotstxt/deferred/closed")
-            self._report(entry.origin).closed += 1
+            self._count(entry.origin, "closed")
             await _call_errback(entry.request, IgnoreRequest(_closing_reason(entry.origin)))
         logger.info(summary_line(self._reports.values(), self.stats.get_stats()))
 
@@ -193,8 +200,7 @@ class RobotsTxtMiddleware:
         if not rules.allowed(request.url, user_agent):
             # The same decision again, with its reason: only forbidden requests pay for it.
             decision = rules.explain(request.url, user_agent)
-            self.stats.inc_value("robotstxt/forbidden")
-            self._report(origin).forbidden += 1
+            self._count(origin, "forbidden")
             logger.debug(
                 "Forbidden by robots.txt: %(request)s (%(rule)s, line %(line)s of %(robots)s)",
                 {
@@ -241,8 +247,7 @@ class RobotsTxtMiddleware:
     def _hold(self, origin: Origin, request: Request) -> None:
         deadline = time.monotonic() + self.settings.defer_timeout
         self._held.hold(origin, request, deadline)
-        self.stats.inc_value("robotstxt/deferred")
-        self._report(origin).deferred += 1
+        self._count(origin, "deferred")
         self.lifecycle.request_fetch(origin, request)
         if not self._timers.pending(_EXPIRY_TIMER):
             self._timers.schedule(_EXPIRY_TIMER, self.settings.defer_timeout, self._expire)
@@ -260,8 +265,7 @@ class RobotsTxtMiddleware:
         if _engine_closing(self.crawler):
             return  # a closing engine drops new requests silently; spider_closed errbacks them
         for entry in self._held.release(origin):
-            self.stats.inc_value("robotstxt/deferred/released")
-            self._report(origin).released += 1
+            self._count(origin, "released")
             self._released[entry.request] = record
             try:
                 engine.crawl(entry.request)
@@ -275,8 +279,7 @@ class RobotsTxtMiddleware:
         if _engine_closing(self.crawler):
             return  # left held: spider_closed hands them to their errback
         for entry in self._held.expire(time.monotonic()):
-            self.stats.inc_value("robotstxt/deferred/expired")
-            self._report(entry.origin).expired += 1
+            self._count(entry.origin, "expired")
             copy = entry.request.replace(dont_filter=True)
             copy.meta[EXPIRED_META] = self._expiry_reason(entry.origin)
             engine.crawl(copy)
@@ -302,22 +305,18 @@ class RobotsTxtMiddleware:
         seconds to give up if the spider is closing.
         """
         deadline = time.monotonic() + self.settings.defer_timeout
-        self.stats.inc_value("robotstxt/deferred")
-        self._report(origin).deferred += 1
+        self._count(origin, "deferred")
         while True:
             record = self.lifecycle.usable_record(origin)
             if record is not None:
-                self.stats.inc_value("robotstxt/deferred/released")
-                self._report(origin).released += 1
+                self._count(origin, "released")
                 return record
             if self._closed or _engine_closing(self.crawler):
-                self.stats.inc_value("robotstxt/deferred/closed")
-                self._report(origin).closed += 1
+                self._count(origin, "closed")
                 raise IgnoreRequest(_closing_reason(origin))
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self.stats.inc_value("robotstxt/deferred/expired")
-                self._report(origin).expired += 1
+                self._count(origin, "expired")
                 raise IgnoreRequest(self._expiry_reason(origin))
             self.lifecycle.request_fetch(origin, request)
             waiter: Deferred[None] = Deferred()
@@ -384,6 +383,13 @@ class RobotsTxtMiddleware:
         if report is None:
             report = self._reports[origin] = OriginReport(str(origin))
         return report
+
+    def _count(self, origin: Origin, counter: str) -> None:
+        """Count one request in the crawl stats and in its origin's report alike, so the
+        two always agree (``deferred == released + expired + closed`` in both)."""
+        self.stats.inc_value(_STATS[counter])
+        report = self._report(origin)
+        setattr(report, counter, getattr(report, counter) + 1)
 
 
 def _skipped(request: Request) -> bool:
