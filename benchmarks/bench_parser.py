@@ -81,7 +81,7 @@ def ours_parse(body: bytes) -> Any:
 
 
 def python_parse(body: bytes) -> Any:
-    """``RobotsTxt.parse`` built from the pure-Python classes (see scrapy_rep9309.core)."""
+    """``RobotsTxt.parse`` built from the pure-Python classes (see scrapy_rep9309.rules.core)."""
     active, core.ACTIVE = core.ACTIVE, core.PYTHON
     try:
         return RobotsTxt.parse(body)

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scrapy_rep9309.robotstxt import Decision, RobotsTxt
+from scrapy_rep9309.rules.robotstxt import Decision, RobotsTxt
 
 if TYPE_CHECKING:
-    from scrapy_rep9309.addon import Addon
-    from scrapy_rep9309.middleware import RobotsTxtMiddleware
-    from scrapy_rep9309.scrapy_parser import RobotParser
+    from scrapy_rep9309.integration.addon import Addon
+    from scrapy_rep9309.integration.middleware import RobotsTxtMiddleware
+    from scrapy_rep9309.integration.robotparser import RobotParser
 
 __all__ = ["Addon", "Decision", "RobotParser", "RobotsTxt", "RobotsTxtMiddleware"]
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Addon": "scrapy_rep9309.addon",
-    "RobotParser": "scrapy_rep9309.scrapy_parser",
-    "RobotsTxtMiddleware": "scrapy_rep9309.middleware",
+    "Addon": "scrapy_rep9309.integration.addon",
+    "RobotParser": "scrapy_rep9309.integration.robotparser",
+    "RobotsTxtMiddleware": "scrapy_rep9309.integration.middleware",
 }
 
 

@@ -1,7 +1,7 @@
-"""``python -m scrapy_rep9309 check ROBOTS URL...`` (see ``scrapy_rep9309.cli``)."""
+"""``python -m scrapy_rep9309 check ROBOTS URL...`` (see ``scrapy_rep9309.tools.cli``)."""
 
 import sys
 
-from scrapy_rep9309.cli import main
+from scrapy_rep9309.tools.cli import main
 
 sys.exit(main())

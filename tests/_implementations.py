@@ -1,4 +1,4 @@
-"""Run parser tests with every implementation of the hot parts (see scrapy_rep9309.core)."""
+"""Run parser tests with every implementation of the hot parts (see scrapy_rep9309.rules.core)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from scrapy_rep9309 import core
+from scrapy_rep9309.rules import core
 
 #: The pure-Python classes, and the compiled ones where the extension is built.
 IMPLEMENTATIONS = [core.PYTHON] + ([core.COMPILED] if core.COMPILED is not None else [])

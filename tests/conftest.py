@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import pytest_twisted
 
-from scrapy_rep9309 import core
+from scrapy_rep9309.rules import core
 from tests.servers import ServerPool
 
 
@@ -31,6 +31,6 @@ def each_implementation(
     """Run a parser test once with the pure-Python classes and once with the compiled ones."""
     implementation = request.param
     if implementation is None:
-        pytest.skip("scrapy_rep9309._speedups is not built (no C compiler at install time)")
+        pytest.skip("scrapy_rep9309.rules._speedups is not built (no C compiler at install time)")
     monkeypatch.setattr(core, "ACTIVE", implementation)
     return implementation

@@ -64,7 +64,7 @@ def test_check_runs_without_importing_scrapy_or_twisted(robots_file: Path) -> No
         for line in result.stderr.splitlines()
         if line.startswith("import time:")
     }
-    assert {"scrapy_rep9309.cli", "scrapy_rep9309.urlfetch"} <= imported
+    assert {"scrapy_rep9309.tools.cli", "scrapy_rep9309.tools.urlfetch"} <= imported
     heavy = {name for name in imported if name.split(".")[0] in ("scrapy", "twisted")}
     assert heavy == set()
 

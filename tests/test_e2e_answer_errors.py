@@ -11,8 +11,8 @@ from scrapy.crawler import Crawler
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from scrapy_rep9309 import lifecycle
-from scrapy_rep9309.robotstxt import RobotsTxt
+from scrapy_rep9309.integration import lifecycle
+from scrapy_rep9309.rules.robotstxt import RobotsTxt
 from tests._readme import undocumented_stats
 from tests.crawl import run_crawl
 from tests.servers import ServerPool, rules

@@ -81,14 +81,17 @@ def test_every_stat_in_the_source_is_documented_and_no_other() -> None:
 
 
 def test_every_setting_read_is_documented() -> None:
-    read = setting_names_read(PACKAGE / "settings.py")
+    read = setting_names_read(PACKAGE / "integration" / "settings.py")
     assert {"ROBOTSTXT_OBEY", "ROBOTSTXT_USER_AGENT", "REP9309_CACHE_TTL"} <= read
     assert read - code_spans("Settings") == set(), "document them in README.md's Settings"
 
 
 def test_every_meta_key_read_or_set_is_documented() -> None:
     used = set().union(
-        *(meta_keys_used(PACKAGE / name) for name in ("middleware.py", "lifecycle.py", "fetch.py"))
+        *(
+            meta_keys_used(PACKAGE / "integration" / name)
+            for name in ("middleware.py", "lifecycle.py", "fetch.py")
+        )
     )
     assert {"dont_obey_robotstxt", "proxy", "rep9309_scheduled", "rep9309_expired"} <= used
     assert used - code_spans("Request meta keys") == set(), (

@@ -6,11 +6,15 @@ from email.utils import formatdate
 
 import pytest
 
-from scrapy_rep9309.cachecontrol import CacheDirectives, parse_cache_control, parse_retry_after
-from scrapy_rep9309.fetch import FetchResult
-from scrapy_rep9309.origin import Origin
-from scrapy_rep9309.settings import Rep9309Settings
-from scrapy_rep9309.state import (
+from scrapy_rep9309.integration.fetch import FetchResult
+from scrapy_rep9309.integration.settings import Rep9309Settings
+from scrapy_rep9309.policy.cachecontrol import (
+    CacheDirectives,
+    parse_cache_control,
+    parse_retry_after,
+)
+from scrapy_rep9309.policy.origin import Origin
+from scrapy_rep9309.policy.record import (
     AVAILABLE,
     NO_REUSE_TTL,
     UNAVAILABLE,

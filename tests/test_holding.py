@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from scrapy import Request
 
-from scrapy_rep9309.holding import HeldRequests
-from scrapy_rep9309.origin import Origin
+from scrapy_rep9309.policy.holding import HeldRequests
+from scrapy_rep9309.policy.origin import Origin
 
 A = Origin("https", "a.com", 443)
 B = Origin("http", "b.com", 8080)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_rep9309.origin import Origin
+from scrapy_rep9309.policy.origin import Origin
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rep9309 import RobotsTxt
-from scrapy_rep9309.matcher import SMALL_RULE_SET, RuleSet, WildcardRule, index_html_directory
-from scrapy_rep9309.parser import (
+from scrapy_rep9309.rules.matcher import SMALL_RULE_SET, RuleSet, WildcardRule, index_html_directory
+from scrapy_rep9309.rules.parser import (
     MAX_LINE_OCTETS,
     MIN_MAX_SIZE,
     key_kind,
@@ -24,13 +24,13 @@ from scrapy_rep9309.parser import (
     split_record,
     tokenize,
 )
-from scrapy_rep9309.urlnorm import (
+from scrapy_rep9309.rules.urlnorm import (
     normalise_octets,
     normalise_text,
     normalised_path,
     path_and_query,
 )
-from scrapy_rep9309.useragent import crawler_token, group_token
+from scrapy_rep9309.rules.useragent import crawler_token, group_token
 
 
 class Recorder:

@@ -8,9 +8,9 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
-from scrapy_rep9309.addon import Addon
-from scrapy_rep9309.middleware import RobotsTxtMiddleware
-from scrapy_rep9309.settings import (
+from scrapy_rep9309.integration.addon import Addon
+from scrapy_rep9309.integration.middleware import RobotsTxtMiddleware
+from scrapy_rep9309.integration.settings import (
     BUILTIN_MIDDLEWARE,
     Rep9309Settings,
     SettingsError,

@@ -18,10 +18,10 @@ from _shared_data import CORPUS_ROBOTS_DIR, RPBENCH_LINKS_DIR, RPBENCH_ROBOTS_DI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_rep9309 import core
-from scrapy_rep9309.parser import prepare
-from scrapy_rep9309.urlnorm import normalised_path
-from scrapy_rep9309.useragent import group_token
+from scrapy_rep9309.rules import core
+from scrapy_rep9309.rules.parser import prepare
+from scrapy_rep9309.rules.urlnorm import normalised_path
+from scrapy_rep9309.rules.useragent import group_token
 
 #: Set by .ci/run: there the extension must have been built, not silently skipped.
 REQUIRE_VARIABLE = "REP9309_REQUIRE_SPEEDUPS"
@@ -30,14 +30,14 @@ REQUIRE_VARIABLE = "REP9309_REQUIRE_SPEEDUPS"
 def test_the_extension_is_built_when_required() -> None:
     if os.environ.get(REQUIRE_VARIABLE) != "1":
         pytest.skip(f"{REQUIRE_VARIABLE} is not set: a build without a compiler is allowed")
-    assert core.COMPILED is not None, "scrapy_rep9309._speedups was not built"
+    assert core.COMPILED is not None, "scrapy_rep9309.rules._speedups was not built"
     assert core.ACTIVE is core.COMPILED
 
 
 @pytest.fixture(scope="module")
 def compiled() -> core.Implementation:
     if core.COMPILED is None:
-        pytest.skip("scrapy_rep9309._speedups is not built (no C compiler at install time)")
+        pytest.skip("scrapy_rep9309.rules._speedups is not built (no C compiler at install time)")
     return core.COMPILED
 
 
@@ -121,7 +121,7 @@ robots_like = st.lists(st.sampled_from(LINE_PIECES), max_size=60).map(
 @given(st.one_of(robots_like, st.binary(max_size=400)))
 def test_groups_agree_on_generated_bodies(body: bytes) -> None:
     if core.COMPILED is None:
-        pytest.skip("scrapy_rep9309._speedups is not built")
+        pytest.skip("scrapy_rep9309.rules._speedups is not built")
     body = prepare(body)
     assert group_view(core.COMPILED, body) == group_view(PYTHON, body)
 
@@ -153,7 +153,7 @@ def test_decisions_agree_on_generated_rules(
     rules: list[tuple[bool, bytes]], path_list: list[str], url_list: list[str]
 ) -> None:
     if core.COMPILED is None:
-        pytest.skip("scrapy_rep9309._speedups is not built")
+        pytest.skip("scrapy_rep9309.rules._speedups is not built")
     allows, disallows = split_tables(rules)
     ours = core.COMPILED.RuleSet(allows, disallows)
     reference = PYTHON.RuleSet(allows, disallows)

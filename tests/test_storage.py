@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from scrapy_rep9309.state import AVAILABLE, OriginRecord
-from scrapy_rep9309.storage import LRUCache, MemoryOriginStore, OriginStore
+from scrapy_rep9309.policy.record import AVAILABLE, OriginRecord
+from scrapy_rep9309.storage.memory import LRUCache, MemoryOriginStore, OriginStore
 
 
 def _record(body: bytes = b"User-agent: *\nDisallow: /x\n") -> OriginRecord:

@@ -12,9 +12,9 @@ MODES = ("rep9309", "builtin")
 PLUGIN_PATHS = frozenset(
     {
         "scrapy_rep9309.Addon",
-        "scrapy_rep9309.addon.Addon",
+        "scrapy_rep9309.integration.addon.Addon",
         "scrapy_rep9309.RobotsTxtMiddleware",
-        "scrapy_rep9309.middleware.RobotsTxtMiddleware",
+        "scrapy_rep9309.integration.middleware.RobotsTxtMiddleware",
     }
 )
 BUILTIN_PATH = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"

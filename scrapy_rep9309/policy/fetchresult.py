@@ -14,9 +14,9 @@ from urllib.parse import urljoin, urlsplit
 
 from w3lib.url import safe_url_string
 
-from scrapy_rep9309.cachecontrol import parse_cache_control, parse_retry_after
-from scrapy_rep9309.origin import Origin
-from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE, outcome_of_status
+from scrapy_rep9309.policy.cachecontrol import parse_cache_control, parse_retry_after
+from scrapy_rep9309.policy.origin import Origin
+from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE, outcome_of_status
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 DEFAULT_MAX_REDIRECTS = 5

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.misc import load_object
 
-from scrapy_rep9309.settings import BUILTIN_MIDDLEWARE
+from scrapy_rep9309.integration.settings import BUILTIN_MIDDLEWARE
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -24,7 +24,7 @@ class Addon:
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
-        from scrapy_rep9309.middleware import RobotsTxtMiddleware
+        from scrapy_rep9309.integration.middleware import RobotsTxtMiddleware
 
         builtin = load_object(BUILTIN_MIDDLEWARE)
         replace = getattr(settings, "replace_in_component_priority_dict", None)

@@ -17,18 +17,18 @@ from scrapy import signals
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.python import global_object_name
 
-from scrapy_rep9309.fetch import fetch_robots_txt
-from scrapy_rep9309.fetchresult import FetchResult, failed
-from scrapy_rep9309.robotstxt import RobotsTxt
-from scrapy_rep9309.scrapy_parser import RobotParser
-from scrapy_rep9309.state import (
+from scrapy_rep9309.integration.fetch import fetch_robots_txt
+from scrapy_rep9309.integration.robotparser import RobotParser
+from scrapy_rep9309.integration.timers import Timers
+from scrapy_rep9309.policy.fetchresult import FetchResult, failed
+from scrapy_rep9309.policy.record import (
     AVAILABLE,
     UNAVAILABLE,
     OriginRecord,
     record_after_fetch,
 )
-from scrapy_rep9309.storage import LRUCache, MemoryOriginStore, OriginStore
-from scrapy_rep9309.timers import Timers
+from scrapy_rep9309.rules.robotstxt import RobotsTxt
+from scrapy_rep9309.storage.memory import LRUCache, MemoryOriginStore, OriginStore
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
 
-    from scrapy_rep9309.origin import Origin
-    from scrapy_rep9309.settings import Rep9309Settings
+    from scrapy_rep9309.integration.settings import Rep9309Settings
+    from scrapy_rep9309.policy.origin import Origin
 
 logger = logging.getLogger(__name__)
 

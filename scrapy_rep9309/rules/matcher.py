@@ -23,7 +23,12 @@ import re
 from itertools import compress, groupby
 from operator import itemgetter
 
-from scrapy_rep9309.urlnorm import KEPT_AS_IS, clean_http_url, normalise_octets, normalised_path
+from scrapy_rep9309.rules.urlnorm import (
+    KEPT_AS_IS,
+    clean_http_url,
+    normalise_octets,
+    normalised_path,
+)
 
 BUCKET_KEY_LENGTH = 4
 #: RFC 9309 2.3.1: the robots.txt itself is always allowed.

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from email.message import Message
 from typing import IO
 
-from scrapy_rep9309.fetchresult import (
+from scrapy_rep9309.policy.fetchresult import (
     DEFAULT_MAX_REDIRECTS,
     DEFAULT_MAX_SIZE,
     FetchResult,
@@ -28,7 +28,7 @@ from scrapy_rep9309.fetchresult import (
     refused_redirect,
     unfollowable,
 )
-from scrapy_rep9309.origin import Origin
+from scrapy_rep9309.policy.origin import Origin
 
 PROGRESS_INTERVAL = 5.0
 _CHUNK = 65536

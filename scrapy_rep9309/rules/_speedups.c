@@ -582,7 +582,7 @@ static PySequenceMethods group_index_as_sequence = {
 
 static PyTypeObject GroupIndexType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "scrapy_rep9309._speedups.GroupIndex",
+    .tp_name = "scrapy_rep9309.rules._speedups.GroupIndex",
     .tp_basicsize = sizeof(GroupIndexObject),
     .tp_dealloc = (destructor)group_index_dealloc,
     .tp_as_sequence = &group_index_as_sequence,
@@ -1049,7 +1049,7 @@ static PyObject *
 normalised_path(PyObject *url)
 {
     if (normalised_path_function == NULL) {
-        PyObject *module = PyImport_ImportModule("scrapy_rep9309.urlnorm");
+        PyObject *module = PyImport_ImportModule("scrapy_rep9309.rules.urlnorm");
         if (module == NULL) {
             return NULL;
         }
@@ -1162,7 +1162,7 @@ static PySequenceMethods rule_set_as_sequence = {
 
 static PyTypeObject RuleSetType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "scrapy_rep9309._speedups.RuleSet",
+    .tp_name = "scrapy_rep9309.rules._speedups.RuleSet",
     .tp_basicsize = sizeof(RuleSetObject),
     .tp_dealloc = (destructor)rule_set_dealloc,
     .tp_as_sequence = &rule_set_as_sequence,
@@ -1176,7 +1176,7 @@ static PyTypeObject RuleSetType = {
 
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "scrapy_rep9309._speedups",
+    .m_name = "scrapy_rep9309.rules._speedups",
     .m_doc = "Compiled twins of groups.GroupIndex and matcher.RuleSet.",
     .m_size = -1,
 };

@@ -2,7 +2,7 @@
 
 Like ``robots.cc`` in Google's library, the tokenizer knows nothing about groups or
 matching: it finds ``key: value`` records and calls a handler. Keeping the two apart
-lets :mod:`scrapy_rep9309.robotstxt` read single lines (:func:`classify`) and just the
+lets :mod:`scrapy_rep9309.rules.robotstxt` read single lines (:func:`classify`) and just the
 ranges of lines it needs (:func:`tokenize_lines`), and lets other handlers (statistics,
 linting) reuse the same reading rules (:func:`tokenize`).
 

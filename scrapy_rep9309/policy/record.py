@@ -8,16 +8,24 @@ from ``body`` when needed and cached beside the record, never inside it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from scrapy_rep9309.fetchresult import FetchResult
-    from scrapy_rep9309.settings import Rep9309Settings
+    from scrapy_rep9309.policy.fetchresult import FetchResult
 
 AVAILABLE = "available"
 UNAVAILABLE = "unavailable"
 UNREACHABLE = "unreachable"
 PENDING = "pending"
+
+class RecordTiming(Protocol):
+    """The durations records are built with (``Rep9309Settings`` provides them)."""
+
+    cache_ttl: float
+    retry_delay: float
+    retry_max_delay: float
+    stale_ttl: float
+
 
 # ``Cache-Control: no-store`` and ``max-age=0`` ask for a fetch before every
 # use, i.e. one robots.txt request per page. They are read as "keep it this
@@ -85,7 +93,7 @@ class OriginRecord:
         return cls(**{**data, "body": data["body"].encode("latin-1")})
 
 
-def cache_lifetime(result: FetchResult, settings: Rep9309Settings) -> float:
+def cache_lifetime(result: FetchResult, settings: RecordTiming) -> float:
     """REP9309_CACHE_TTL, shortened (never lengthened) by the response's Cache-Control."""
     if result.no_store or (result.max_age is not None and result.max_age < 1):
         return min(settings.cache_ttl, NO_REUSE_TTL)
@@ -94,7 +102,7 @@ def cache_lifetime(result: FetchResult, settings: Rep9309Settings) -> float:
     return settings.cache_ttl
 
 
-def retry_delay(failures: int, retry_after: float | None, settings: Rep9309Settings) -> float:
+def retry_delay(failures: int, retry_after: float | None, settings: RecordTiming) -> float:
     """Exponential backoff capped by REP9309_RETRY_MAX_DELAY; a longer Retry-After wins."""
     backoff = min(settings.retry_max_delay, settings.retry_delay * 2 ** min(failures - 1, 64))
     return max(backoff, retry_after or 0.0)
@@ -107,7 +115,7 @@ def describe_failure(result: FetchResult) -> str:
 def record_after_fetch(
     previous: OriginRecord | None,
     result: FetchResult,
-    settings: Rep9309Settings,
+    settings: RecordTiming,
     now: float,
 ) -> OriginRecord:
     """The record to store once ``result`` arrived at Unix time ``now``."""

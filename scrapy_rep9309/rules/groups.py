@@ -1,6 +1,6 @@
 """Finding the groups of a robots.txt and reading the rules of chosen ones (pure Python).
 
-:class:`GroupIndex` is one of the two hot parts that :mod:`scrapy_rep9309.core` can
+:class:`GroupIndex` is one of the two hot parts that :mod:`scrapy_rep9309.rules.core` can
 swap for compiled code (``_speedups.c`` implements the same class); this one is the
 reference the compiled one is tested against.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scrapy_rep9309.parser import (
+from scrapy_rep9309.rules.parser import (
     MAX_LINE_OCTETS,
     classify,
     line_number_at,

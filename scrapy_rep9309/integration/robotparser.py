@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.robotstxt import RobotParser as ScrapyRobotParser
 
-from scrapy_rep9309.robotstxt import RobotsTxt
+from scrapy_rep9309.rules.robotstxt import RobotsTxt
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -16,7 +16,7 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
-from scrapy_rep9309.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIZE
+from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIZE
 
 MIN_MAX_SIZE = DEFAULT_MAX_SIZE
 BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"

@@ -1,8 +1,8 @@
 """Which implementation of the two hot parts, the group index and the rule set, is used.
 
-``scrapy_rep9309._speedups`` (C, built by ``setup.py`` wherever a compiler is found)
-and the pure-Python modules :mod:`~scrapy_rep9309.groups` and
-:mod:`~scrapy_rep9309.matcher` implement the same two classes with the same
+``scrapy_rep9309.rules._speedups`` (C, built by ``setup.py`` wherever a compiler is found)
+and the pure-Python modules :mod:`~scrapy_rep9309.rules.groups` and
+:mod:`~scrapy_rep9309.rules.matcher` implement the same two classes with the same
 behaviour; the compiled ones are several times faster, the Python ones are the
 reference the compiled ones are tested against, and the fallback when the extension
 could not be built. Set the environment variable ``SCRAPY_REP9309_PURE_PYTHON=1`` to
@@ -15,14 +15,14 @@ import os
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from scrapy_rep9309 import groups, matcher
-from scrapy_rep9309.matcher import MatchKey
+from scrapy_rep9309.rules import groups, matcher
+from scrapy_rep9309.rules.matcher import MatchKey
 
 PURE_PYTHON_VARIABLE = "SCRAPY_REP9309_PURE_PYTHON"
 
 
 class GroupIndexProtocol(Protocol):
-    """The groups of one robots.txt body; see :class:`scrapy_rep9309.groups.GroupIndex`."""
+    """The groups of one robots.txt body; see :class:`scrapy_rep9309.rules.groups.GroupIndex`."""
 
     def __len__(self) -> int: ...
 
@@ -40,7 +40,7 @@ class GroupIndexProtocol(Protocol):
 
 
 class RuleSetProtocol(Protocol):
-    """Compiled rules; see :class:`scrapy_rep9309.matcher.RuleSet`."""
+    """Compiled rules; see :class:`scrapy_rep9309.rules.matcher.RuleSet`."""
 
     def decide(self, path: str) -> MatchKey | None: ...
 
@@ -48,7 +48,7 @@ class RuleSetProtocol(Protocol):
 
 
 class Implementation(NamedTuple):
-    """The classes :class:`~scrapy_rep9309.robotstxt.RobotsTxt` is built from."""
+    """The classes :class:`~scrapy_rep9309.rules.robotstxt.RobotsTxt` is built from."""
 
     name: str
     #: ``GroupIndex(body)``
@@ -61,13 +61,13 @@ PYTHON = Implementation("python", groups.GroupIndex, matcher.RuleSet)
 
 COMPILED: Implementation | None
 try:
-    from scrapy_rep9309 import _speedups
+    from scrapy_rep9309.rules import _speedups
 except ImportError:  # built without a compiler: the Python classes do the work
     COMPILED = None
 else:
     COMPILED = Implementation("compiled", _speedups.GroupIndex, _speedups.RuleSet)
 
-#: What new :class:`~scrapy_rep9309.robotstxt.RobotsTxt` objects use.
+#: What new :class:`~scrapy_rep9309.rules.robotstxt.RobotsTxt` objects use.
 ACTIVE: Implementation = (
     COMPILED if COMPILED is not None and os.environ.get(PURE_PYTHON_VARIABLE) != "1" else PYTHON
 )

@@ -4,7 +4,7 @@ Parsing is lazy, because most files are asked about by one crawler and most of t
 lines are other crawlers' groups, comments or HTML. ``RobotsTxt.parse`` only finds the
 groups (a ``GroupIndex``); the first decision for a crawler tokenizes just the groups
 that apply to it and compiles their rules (a ``RuleSet``). Both classes come from
-:mod:`scrapy_rep9309.core`: compiled where the extension was built, Python otherwise.
+:mod:`scrapy_rep9309.rules.core`: compiled where the extension was built, Python otherwise.
 Everything is cached per crawler.
 """
 
@@ -14,12 +14,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scrapy_rep9309 import core
-from scrapy_rep9309.groups import records_of_kind
-from scrapy_rep9309.matcher import ROBOTS_TXT_PATH, MatchKey
-from scrapy_rep9309.parser import MIN_MAX_SIZE, prepare
-from scrapy_rep9309.urlnorm import normalised_path, utf8_octets
-from scrapy_rep9309.useragent import crawler_token, is_product_token
+from scrapy_rep9309.rules import core
+from scrapy_rep9309.rules.groups import records_of_kind
+from scrapy_rep9309.rules.matcher import ROBOTS_TXT_PATH, MatchKey
+from scrapy_rep9309.rules.parser import MIN_MAX_SIZE, prepare
+from scrapy_rep9309.rules.urlnorm import normalised_path, utf8_octets
+from scrapy_rep9309.rules.useragent import crawler_token, is_product_token
 
 _MAX_CACHED_USER_AGENTS = 64
 

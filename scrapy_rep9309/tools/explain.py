@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from scrapy_rep9309.fetchresult import FetchResult
-from scrapy_rep9309.robotstxt import RobotsTxt
-from scrapy_rep9309.state import AVAILABLE, UNAVAILABLE, UNREACHABLE
-from scrapy_rep9309.useragent import crawler_token
+from scrapy_rep9309.policy.fetchresult import FetchResult
+from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE
+from scrapy_rep9309.rules.robotstxt import RobotsTxt
+from scrapy_rep9309.rules.useragent import crawler_token
 
 #: What each fetch outcome means for crawling (RFC 9309 section 2.3.1).
 OUTCOME_MEANING = {

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy import Request
 
-    from scrapy_rep9309.origin import Origin
+    from scrapy_rep9309.policy.origin import Origin
 
 
 @dataclass(frozen=True)

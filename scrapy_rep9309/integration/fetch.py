@@ -18,7 +18,7 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
 
-from scrapy_rep9309.fetchresult import (
+from scrapy_rep9309.policy.fetchresult import (
     FetchResult,
     answered,
     failed,
@@ -26,14 +26,14 @@ from scrapy_rep9309.fetchresult import (
     refused_redirect,
     unfollowable,
 )
-from scrapy_rep9309.state import UNAVAILABLE, UNREACHABLE
+from scrapy_rep9309.policy.record import UNAVAILABLE, UNREACHABLE
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from scrapy_rep9309.origin import Origin
-    from scrapy_rep9309.settings import Rep9309Settings
+    from scrapy_rep9309.integration.settings import Rep9309Settings
+    from scrapy_rep9309.policy.origin import Origin
 
 logger = logging.getLogger(__name__)
 

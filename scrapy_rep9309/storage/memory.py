@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
-from scrapy_rep9309.state import OriginRecord
+from scrapy_rep9309.policy.record import OriginRecord
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -24,15 +24,15 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from scrapy_rep9309.crawlagent import crawl_user_agent
-from scrapy_rep9309.crawldelay import raise_slot_delay
-from scrapy_rep9309.holding import HeldRequests
-from scrapy_rep9309.lifecycle import RobotsLifecycle
-from scrapy_rep9309.origin import Origin, origin_of_netloc
-from scrapy_rep9309.report import OriginReport, summary_line
-from scrapy_rep9309.settings import Rep9309Settings, check_builtin_disabled
-from scrapy_rep9309.state import AVAILABLE, UNREACHABLE, OriginRecord
-from scrapy_rep9309.timers import Timers
+from scrapy_rep9309.integration.crawlagent import crawl_user_agent
+from scrapy_rep9309.integration.crawldelay import raise_slot_delay
+from scrapy_rep9309.integration.lifecycle import RobotsLifecycle
+from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
+from scrapy_rep9309.integration.timers import Timers
+from scrapy_rep9309.policy.holding import HeldRequests
+from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
+from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
+from scrapy_rep9309.policy.report import OriginReport, summary_line
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
     from typing_extensions import Self  # typing.Self requires Python 3.11
 
-    from scrapy_rep9309.fetchresult import FetchResult
+    from scrapy_rep9309.policy.fetchresult import FetchResult
 
 logger = logging.getLogger(__name__)
 

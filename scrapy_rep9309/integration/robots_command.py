@@ -21,11 +21,11 @@ from scrapy.utils.spider import DefaultSpider, spidercls_for_request
 from twisted.internet.defer import DeferredList
 from twisted.internet.task import LoopingCall
 
-from scrapy_rep9309.crawlagent import crawl_user_agent
-from scrapy_rep9309.explain import describe_fetch, describe_user_agent, exit_status, judge
-from scrapy_rep9309.origin import Origin
-from scrapy_rep9309.robotstxt import RobotsTxt
-from scrapy_rep9309.state import AVAILABLE
+from scrapy_rep9309.integration.crawlagent import crawl_user_agent
+from scrapy_rep9309.policy.origin import Origin
+from scrapy_rep9309.policy.record import AVAILABLE
+from scrapy_rep9309.rules.robotstxt import RobotsTxt
+from scrapy_rep9309.tools.explain import describe_fetch, describe_user_agent, exit_status, judge
 
 if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-    from scrapy_rep9309.explain import Verdict
-    from scrapy_rep9309.fetchresult import FetchResult
+    from scrapy_rep9309.policy.fetchresult import FetchResult
+    from scrapy_rep9309.tools.explain import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class OriginFetches:
     """Fetches each origin's robots.txt through a crawler's engine, concurrently, with progress."""
 
     def __init__(self, crawler: Crawler, origins: list[Origin]) -> None:
-        from scrapy_rep9309.settings import Rep9309Settings
+        from scrapy_rep9309.integration.settings import Rep9309Settings
 
         self.crawler = crawler
         self.origins = origins
@@ -65,7 +65,7 @@ class OriginFetches:
             progress.stop()
 
     async def _fetch(self, origin: Origin) -> None:
-        from scrapy_rep9309.fetch import fetch_robots_txt
+        from scrapy_rep9309.integration.fetch import fetch_robots_txt
 
         logger.info("Fetching %s", origin.robots_url)
         try:

@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
-from scrapy_rep9309.explain import (
+from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE
+from scrapy_rep9309.policy.origin import Origin
+from scrapy_rep9309.policy.record import AVAILABLE
+from scrapy_rep9309.rules.robotstxt import RobotsTxt
+from scrapy_rep9309.tools.explain import (
     Verdict,
     describe_fetch,
     describe_file,
@@ -22,11 +26,7 @@ from scrapy_rep9309.explain import (
     exit_status,
     judge,
 )
-from scrapy_rep9309.fetchresult import DEFAULT_MAX_SIZE
-from scrapy_rep9309.origin import Origin
-from scrapy_rep9309.robotstxt import RobotsTxt
-from scrapy_rep9309.state import AVAILABLE
-from scrapy_rep9309.urlfetch import fetch_robots
+from scrapy_rep9309.tools.urlfetch import fetch_robots
 
 #: The product token of Scrapy's default USER_AGENT ("Scrapy/VERSION (+https://scrapy.org)").
 DEFAULT_USER_AGENT = "Scrapy"

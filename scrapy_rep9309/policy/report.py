@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy_rep9309.state import PENDING
+from scrapy_rep9309.policy.record import PENDING
 
 # The stats shown in the spider-close summary line, in this order.
 SUMMARY_STATS = (

@@ -1,1 +1,0 @@
-"""Scrapy commands added by scrapy-rep9309 (registered via the ``scrapy.commands`` entry point)."""

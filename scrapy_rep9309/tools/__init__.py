@@ -1,0 +1,1 @@
+"""Command-line tools that work without a Scrapy project: ``python -m scrapy_rep9309 check``."""

@@ -1,0 +1,101 @@
+"""The package's layers, checked: the pure ones import neither Scrapy nor Twisted.
+
+``rules`` (the RFC 9309 parser and matcher), ``policy`` (the crawl policy and the
+state machine), ``storage`` (the store interface and the stores that need no
+third-party client) and ``tools`` (``python -m scrapy_rep9309 check``) must work
+where Scrapy and Twisted are not installed: each is imported in a fresh interpreter
+in which importing either raises ImportError. Lower layers never import higher ones.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests._commands import REPO_ROOT, tool_environment
+
+PACKAGE = REPO_ROOT / "scrapy_rep9309"
+PURE_LAYERS = ("rules", "policy", "storage", "tools")
+#: layer -> the layers it may import (besides itself).
+ALLOWED_IMPORTS = {
+    "rules": set(),
+    "policy": {"rules"},
+    "storage": {"rules", "policy"},
+    "tools": {"rules", "policy"},
+    # `scrapy robots` prints the same report as the tools.
+    "integration": {"rules", "policy", "storage", "tools"},
+}
+#: Modules of a pure layer that need an optional third-party client (not Scrapy).
+OPTIONAL_CLIENT_MODULES: set[str] = set()
+
+_BLOCKER = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("scrapy", "twisted"):
+            raise ImportError(f"{name} is blocked by the layering test")
+        return None
+sys.meta_path.insert(0, Block())
+import importlib
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+assert not any(m.split(".")[0] in ("scrapy", "twisted") for m in sys.modules)
+"""
+
+
+def _modules(layer: str) -> list[str]:
+    names = []
+    for path in sorted((PACKAGE / layer).glob("*.py")):
+        name = f"scrapy_rep9309.{layer}.{path.stem}".removesuffix(".__init__")
+        if name not in OPTIONAL_CLIENT_MODULES:
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("layer", PURE_LAYERS)
+def test_pure_layer_imports_without_scrapy_or_twisted(layer: str) -> None:
+    modules = ["scrapy_rep9309", *_modules(layer)]
+    result = subprocess.run(
+        [sys.executable, "-c", _BLOCKER, *modules],
+        cwd=REPO_ROOT,
+        env=tool_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def _imported_layers(path: Path) -> set[str]:
+    layers = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "scrapy_rep9309" and len(parts) > 1 and parts[1] in ALLOWED_IMPORTS:
+                layers.add(parts[1])
+    return layers
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED_IMPORTS))
+def test_layer_imports_only_lower_layers(layer: str) -> None:
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        wrong = _imported_layers(path) - ALLOWED_IMPORTS[layer] - {layer}
+        assert not wrong, f"{path.relative_to(REPO_ROOT)} imports {sorted(wrong)}"
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    loose = sorted(
+        path.name
+        for path in PACKAGE.glob("*.py")
+        if path.name not in ("__init__.py", "__main__.py")
+    )
+    assert loose == [], f"modules outside the layers: {loose}"
