@@ -81,6 +81,5 @@ async def test_no_timer_outlives_the_crawl(servers: ServerPool) -> None:
 
     assert result.close_reason == "closespider_timeout"
     middleware = result.middleware(ours_class())
-    assert len(middleware._timers) == 0
-    assert len(middleware.lifecycle._timers) == 0
+    assert len(middleware.driver._timers) == 0
     assert result.stat("robotstxt/deferred/closed") == 1

@@ -13,7 +13,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
-from scrapy.exceptions import StopDownload
+from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
@@ -23,6 +23,7 @@ from scrapy_rep9309.policy.fetchresult import (
     answered,
     failed,
     redirect_target,
+    refused_locally,
     refused_redirect,
     unfollowable,
 )
@@ -134,6 +135,10 @@ async def fetch_robots_txt(
         stats.inc_value("robotstxt/request_count")
         try:
             response = await download(crawler, request)
+        except IgnoreRequest as exc:
+            reason = f"{global_object_name(type(exc))}: {exc}"
+            logger.debug("robots.txt %s refused by the crawl: %s", url, reason)
+            return _count(crawler, refused_locally(origin, url, tuple(redirects), reason))
         except Exception as exc:
             error = global_object_name(type(exc))
             stats.inc_value(f"robotstxt/exception_count/{error}")

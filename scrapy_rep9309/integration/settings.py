@@ -17,6 +17,7 @@ from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIZE
+from scrapy_rep9309.storage.memory import MemoryStore
 
 MIN_MAX_SIZE = DEFAULT_MAX_SIZE
 BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
@@ -42,6 +43,7 @@ class Rep9309Settings:
     cache_size: int = 10000
     crawl_delay: bool = False
     crawl_delay_max: float = 60.0
+    store: type = MemoryStore
 
     def __post_init__(self) -> None:
         if self.retry_max_delay < self.retry_delay:
@@ -76,6 +78,7 @@ class Rep9309Settings:
             crawl_delay_max=_read(
                 settings, "REP9309_CRAWL_DELAY_MAX", _non_negative, defaults.crawl_delay_max
             ),
+            store=_read(settings, "REP9309_STORE", _store_class, defaults.store),
         )
 
 
@@ -146,6 +149,17 @@ _non_negative = _at_least(0)
 _positive_int = _at_least(1, whole=True)
 _non_negative_int = _at_least(0, whole=True)
 _max_size = _at_least(MIN_MAX_SIZE, whole=True, unit=" bytes (RFC 9309 section 2.5)")
+
+
+def _store_class(value: Any) -> type:
+    """An import path (or the class itself) of a class with ``from_crawler``."""
+    try:
+        cls = load_object(value) if isinstance(value, str) else value
+    except (ImportError, AttributeError, NameError) as exc:
+        raise ValueError(f"cannot import it: {exc}") from None
+    if not isinstance(cls, type) or not callable(getattr(cls, "from_crawler", None)):
+        raise TypeError("expected the import path of a store class with from_crawler()")
+    return cls
 
 
 def _to_bool(value: Any) -> bool:

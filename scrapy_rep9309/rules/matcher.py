@@ -31,7 +31,9 @@ from scrapy_rep9309.rules.urlnorm import (
 )
 
 BUCKET_KEY_LENGTH = 4
-#: RFC 9309 2.3.1: the robots.txt itself is always allowed.
+#: RFC 9309 2.2.2: "The /robots.txt URI is implicitly allowed": the URL whose normalised
+#: path and query are exactly this (``/robots.txt?x=1`` is another resource, decided by
+#: the rules). The one place this rule lives; the C twin of ``RuleSet.allowed`` mirrors it.
 ROBOTS_TXT_PATH = "/robots.txt"
 #: ``(pattern length in octets, is_allow, -line number)``: larger is better.
 MatchKey = tuple[int, bool, int]
@@ -280,3 +282,8 @@ class RuleSet:
             return True
         match = self.decide(path)
         return match is None or match[1]
+
+
+def is_robots_txt(url: str) -> bool:
+    """Whether ``url`` (absolute, or a path) is the always-allowed ``/robots.txt``."""
+    return normalised_path(url) == ROBOTS_TXT_PATH

@@ -146,7 +146,7 @@ class RobotsTxt:
     def explain(self, url: str, user_agent: str) -> Decision:
         """Return the decision for ``url`` and the crawler ``user_agent``, with its reason."""
         path = normalised_path(url)
-        if path == ROBOTS_TXT_PATH:
+        if path == ROBOTS_TXT_PATH:  # see matcher.is_robots_txt
             return Decision(True)
         try:
             selection = self._selections[user_agent]

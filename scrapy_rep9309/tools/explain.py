@@ -8,10 +8,11 @@ of Scrapy imports: ``check`` must start fast.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
+from scrapy_rep9309.policy.decision import explain
 from scrapy_rep9309.policy.fetchresult import FetchResult
 from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE
+from scrapy_rep9309.rules.matcher import is_robots_txt
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
 from scrapy_rep9309.rules.useragent import crawler_token
 
@@ -41,18 +42,19 @@ class Verdict:
 
 
 def judge(url: str, user_agent: str, outcome: str, rules: RobotsTxt | None) -> Verdict:
-    """Decide ``url`` the way the middleware would for a robots.txt with ``outcome``."""
-    if outcome == UNAVAILABLE:
-        return Verdict(url, True, "none: robots.txt unavailable, everything allowed", "none")
-    if outcome != AVAILABLE or rules is None:
+    """Decide ``url`` with the middleware's own decision, and say why in words."""
+    verdict = explain(outcome, rules, url, user_agent)
+    decision = verdict.decision
+    if decision is None:
+        if verdict.allowed:
+            return Verdict(url, True, "none: robots.txt unavailable, everything allowed", "none")
         return Verdict(url, False, "none: robots.txt unreachable, everything disallowed", "none")
-    if urlsplit(url).path == "/robots.txt":
-        return Verdict(url, True, "none: /robots.txt itself is always allowed", "none")
-    decision = rules.explain(url, user_agent)
-    if decision.rule is None:
-        rule = "none matched (allowed by default)"
-    else:
+    if decision.rule is not None:
         rule = f"{decision.rule} (line {decision.line})"
+    elif is_robots_txt(url):
+        return Verdict(url, True, "none: /robots.txt itself is always allowed", "none")
+    else:
+        rule = "none matched (allowed by default)"
     if decision.user_agents:
         group = "User-agent: " + ", ".join(decision.user_agents)
     else:
