@@ -6,6 +6,7 @@ copy arriving while older-decided requests are queued)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +26,9 @@ from scrapy_rep9309.policy.machine import (
 )
 from scrapy_rep9309.policy.origin import Origin
 from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
+from tests._transition_table import transition_table
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 ORIGIN = Origin("https", "a.com", 443)
 KEY = str(ORIGIN)
 NOW = 1_000_000.0
@@ -393,3 +396,10 @@ def test_a_compare_and_set_names_the_version_it_replaces() -> None:
     machine.version = 4
     store = machine.answered(ok(), NOW)[0]
     assert store.effect is Effect.STORE and store.version == 4
+
+
+def test_the_readme_shows_the_whole_table() -> None:
+    readme = (REPO_ROOT / "README.md").read_text()
+    start = readme.index("<!-- transition table -->\n") + len("<!-- transition table -->\n")
+    end = readme.index("<!-- /transition table -->")
+    assert readme[start:end] == transition_table(), "regenerate with tests/_transition_table.py"

@@ -25,6 +25,7 @@ from scrapy_rep9309.integration.crawldelay import raise_slot_delay
 from scrapy_rep9309.integration.driver import EXPIRED_META, OriginDriver
 from scrapy_rep9309.integration.requestcodec import RequestCodec
 from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
+from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
 from scrapy_rep9309.policy.report import summary_line
@@ -68,6 +69,7 @@ class RobotsTxtMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         settings = Rep9309Settings.from_settings(crawler.settings)
         check_builtin_disabled(crawler.settings)
+        log_parser_implementation()
         middleware = cls(crawler, settings)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)

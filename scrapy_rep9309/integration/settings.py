@@ -6,9 +6,11 @@ setting, rather than surface hours later as a crawl that ignores robots.txt.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from scrapy.exceptions import NotConfigured
@@ -16,6 +18,7 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
+from scrapy_rep9309.integration.fetch import ROBOTS_REQUEST_META
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIZE
 from scrapy_rep9309.storage.memory import MemoryStore
 
@@ -44,6 +47,10 @@ class Rep9309Settings:
     crawl_delay: bool = False
     crawl_delay_max: float = 60.0
     store: type = MemoryStore
+    #: Meta merged into every robots.txt request (REP9309_FETCH_META), read-only.
+    fetch_meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    #: ``download_timeout`` of robots.txt requests; None leaves the crawl's own timeout.
+    fetch_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.retry_max_delay < self.retry_delay:
@@ -51,6 +58,11 @@ class Rep9309Settings:
                 f"REP9309_RETRY_MAX_DELAY ({self.retry_max_delay}) must not be smaller "
                 f"than REP9309_RETRY_DELAY ({self.retry_delay})"
             )
+        conflict = fetch_meta_conflict(self.fetch_meta)
+        if conflict is not None:
+            raise SettingsError(f"Invalid value for REP9309_FETCH_META: {conflict}")
+        # A caller's dict must not change the requests behind the validation's back.
+        object.__setattr__(self, "fetch_meta", MappingProxyType(dict(self.fetch_meta)))
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Rep9309Settings:
@@ -79,7 +91,34 @@ class Rep9309Settings:
                 settings, "REP9309_CRAWL_DELAY_MAX", _non_negative, defaults.crawl_delay_max
             ),
             store=_read(settings, "REP9309_STORE", _store_class, defaults.store),
+            fetch_meta=_read(settings, "REP9309_FETCH_META", _meta_dict, defaults.fetch_meta),
+            fetch_timeout=_read(settings, "REP9309_FETCH_TIMEOUT", _positive, None),
         )
+
+
+def fetch_meta_conflict(meta: Mapping[str, Any]) -> str | None:
+    """Why ``meta`` cannot be merged into robots.txt requests, or None if it can.
+
+    The keys this package sets on its robots.txt requests keep it correct: without
+    ``dont_obey_robotstxt`` the middleware would hold its own fetch, without
+    ``dont_redirect`` or ``dont_retry`` Scrapy would follow or retry behind the hop
+    limit and the backoff, a ``download_maxsize`` would fail a large file instead of
+    truncating it. They may appear only with the value this package gives them.
+    ``download_timeout`` has its own setting; ``rep9309_*`` keys are this package's.
+    """
+    for key, value in meta.items():
+        if not isinstance(key, str):
+            return f"meta keys must be strings, got {key!r}"
+        if key == "download_timeout":
+            return "set the robots.txt download timeout with REP9309_FETCH_TIMEOUT"
+        if key.lstrip("_").startswith("rep9309_"):
+            return f"{key!r} is reserved for scrapy-rep9309"
+        if key in ROBOTS_REQUEST_META and value != ROBOTS_REQUEST_META[key]:
+            return (
+                f"{key!r} is set to {ROBOTS_REQUEST_META[key]!r} on robots.txt requests "
+                "by scrapy-rep9309 itself and cannot be changed"
+            )
+    return None
 
 
 def check_builtin_disabled(settings: BaseSettings) -> None:
@@ -170,6 +209,20 @@ def _to_bool(value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("1", "true", "0", "false"):
         return value.strip().lower() in ("1", "true")
     raise ValueError("expected True or False")
+
+
+def _meta_dict(value: Any) -> Mapping[str, Any]:
+    """A dict, or its JSON text as given on the command line (like ``Settings.getdict``)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a JSON object: {exc}") from None
+    if isinstance(value, BaseSettings):
+        value = value.copy_to_dict()
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected a dict of request meta, got {type(value).__name__}")
+    return dict(value)
 
 
 def _to_optional_str(value: Any) -> str | None:
