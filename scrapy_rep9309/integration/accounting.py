@@ -1,7 +1,7 @@
 """Counting held and decided requests in the crawl stats and per origin, together.
 
 One ``count()`` bumps the crawl stat and the same counter of the origin's report, so
-the two always agree (``deferred == released + expired + closed`` in both).
+the two always agree (``deferred == released + expired + closed + saved`` in both).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ STATS = {
     "released": "robotstxt/deferred/released",
     "expired": "robotstxt/deferred/expired",
     "closed": "robotstxt/deferred/closed",
+    "saved": "robotstxt/deferred/saved",
 }
 
 

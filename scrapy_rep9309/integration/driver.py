@@ -19,6 +19,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -100,8 +101,10 @@ class OriginDriver:
         #: Released requests and expired copies waiting for a fresh call stack, with
         #: the counter they will be counted in when handed to the engine.
         self._outbox: list[tuple[Origin, Request, str]] = []
-        #: Held requests whose release or expiry fell while the engine was closing.
-        self._undelivered: list[tuple[Origin, Request]] = []
+        #: Held requests the closing engine could not take: close() returns them.
+        self._undelivered: list[Leftover] = []
+        #: Requests whose wait ended while the engine was closing: errback'd at close.
+        self._expired_late: list[tuple[Origin, Request, str]] = []
         self._warned_ignored: set[Origin] = set()
         self._owner = uuid.uuid4().hex
         self._closed = False
@@ -154,14 +157,16 @@ class OriginDriver:
 
     # -- events from the middleware ------------------------------------------------
 
-    def hold(self, origin: Origin, request: Request) -> None:
-        """Hold ``request`` (it found no usable copy) until its origin's robots.txt decides."""
+    def hold(self, origin: Origin, request: Request, deadline: float | None = None) -> None:
+        """Hold ``request`` (it found no usable copy) until its origin's robots.txt decides,
+        at most until ``deadline`` (default: REP9309_DEFER_TIMEOUT from now)."""
         token = next(self._tokens)
         self._triggers.setdefault(origin, request)
         self.accounting.count(origin, "deferred")
         machine = self._machine(origin)
-        held = HeldRequest(token, time.time() + self.settings.defer_timeout, request)
-        self._spawn(self._hold_in_store(origin, machine, held))
+        if deadline is None:
+            deadline = time.time() + self.settings.defer_timeout
+        self._spawn(self._hold_in_store(origin, machine, HeldRequest(token, deadline, request)))
 
     async def wait(self, origin: Origin, request: Request) -> OriginRecord:
         """For a request never scheduled (``engine.download_async``): wait here instead.
@@ -210,26 +215,44 @@ class OriginDriver:
                 origin, machine, machine.changed(stored.record, stored.version, time.time())
             )
 
-    async def close(self) -> None:
-        """The spider closed: stop every timer; held requests go to their errback."""
+    def records(self) -> dict[str, OriginRecord]:
+        """The newest record of every origin in memory, by store key (for JOBDIR)."""
+        return {
+            str(origin): machine.record
+            for origin, machine in self.machines.items()
+            if machine.record is not None
+        }
+
+    async def close(self) -> list[Leftover]:
+        """The spider closed: stop every timer and machine; return the held requests that
+        did not reach the engine, for the middleware to decide, save or errback.
+
+        Requests whose wait expired meanwhile go to their errback here, with the reason.
+        """
         self._closed = True
         self._timers.cancel_all()
         now = time.time()
-        for origin, machine in list(self.machines.items()):
+        for origin, machine in self.machines.items():
             for action in machine.close(now):
                 if action.effect is Effect.DROP:
-                    for request in await self._take(origin, action.held):
-                        self._undelivered.append((origin, request))
+                    for held in await self._take(origin, action.held):
+                        self._undelivered.append(Leftover(origin, held.request, held.deadline))
         for waiter in list(self._waiters.values()):
             _fire(waiter, None)
         self._waiters.clear()
-        self._undelivered.extend((origin, request) for origin, request, _ in self._outbox)
+        for origin, request, counter in self._outbox:
+            if counter == "expired":
+                self._expired_late.append((origin, request, request.meta[EXPIRED_META]))
+            else:
+                record = self.released.pop(request, None)
+                self._undelivered.append(Leftover(origin, request, now, record))
         self._outbox.clear()
-        for origin, request in self._undelivered:
-            self.accounting.count(origin, "closed")
-            await call_errback(request, IgnoreRequest(closing_reason(origin)))
-        self._undelivered.clear()
-        await self.store.close()
+        for origin, request, reason in self._expired_late:
+            self.accounting.count(origin, "expired")
+            await call_errback(request, IgnoreRequest(reason))
+        self._expired_late.clear()
+        leftovers, self._undelivered = self._undelivered, []
+        return leftovers
 
     # -- carrying out effects --------------------------------------------------------
 
@@ -248,7 +271,9 @@ class OriginDriver:
         self, origin: Origin, machine: OriginMachine, held: HeldRequest
     ) -> None:
         await self.store.hold(str(origin), held)
-        self._carry_out(origin, machine, machine.request(held.token, time.time(), self._defer))
+        now = time.time()
+        actions = machine.request(held.token, now, self._defer, deadline=held.deadline)
+        self._carry_out(origin, machine, actions)
 
     def _carry_out(self, origin: Origin, machine: OriginMachine, actions: list[Action]) -> None:
         for action in actions:
@@ -284,22 +309,28 @@ class OriginDriver:
                 self._spawn(self._drop(origin, action))
 
     def _arm(self, origin: Origin, machine: OriginMachine, timer: Timer, at: float) -> None:
-        if self._closed:
-            return
+        if self._closing():
+            return  # no retry, fetch or expiry once closing has begun: close() decides
         self._timers.schedule(
             (origin, timer), at - time.time(), self._timer_fired, origin, machine, timer
         )
 
     def _timer_fired(self, origin: Origin, machine: OriginMachine, timer: Timer) -> None:
+        if self._closing():
+            return
         self._carry_out(origin, machine, machine.timer(timer, time.time()))
 
     async def _load(self, origin: Origin, machine: OriginMachine) -> None:
         stored = await self.store.load(str(origin))
         record, version = (None, None) if stored is None else (stored.record, stored.version)
+        if record is not None and record.answered:
+            report = self.accounting.report(origin)
+            if report.status is None:  # fetched earlier: a resumed crawl, or a peer
+                report.outcome, report.status = record.outcome, record.status
         self._carry_out(origin, machine, machine.loaded(record, version, time.time()))
 
     async def _acquire_lease(self, origin: Origin, machine: OriginMachine) -> None:
-        if self._closed:
+        if self._closing():
             return
         granted = await self.store.acquire_lease(str(origin), self._owner, self._lease_ttl)
         self._carry_out(origin, machine, machine.leased(granted, time.time()))
@@ -324,7 +355,7 @@ class OriginDriver:
             )
 
     def _start_fetch(self, origin: Origin, machine: OriginMachine) -> None:
-        if self._closed:
+        if self._closing():
             return
         record = machine.record
         if record is not None and record.answered and not record.failures:
@@ -436,15 +467,19 @@ class OriginDriver:
         )
 
     async def _release(self, origin: Origin, action: Action) -> None:
-        requests = await self._take(origin, action.held)
+        taken = await self._take(origin, action.held)
         self._wake(action.held, True)
-        if not requests:
+        if not taken:
             return
-        if self._closed or _engine_closing(self.crawler):
-            # A closing engine drops new requests silently: close() errbacks them.
-            self._undelivered.extend((origin, request) for request in requests)
+        if self._closing():
+            # A closing engine drops new requests silently: close() returns them,
+            # with the copy that decides them.
+            self._undelivered.extend(
+                Leftover(origin, held.request, held.deadline, action.record) for held in taken
+            )
             return
         assert action.record is not None
+        requests = [held.request for held in taken]
         for request in requests:
             self.released[request] = action.record
         self._send(origin, requests, "released")
@@ -467,32 +502,35 @@ class OriginDriver:
                 logger.exception("Scheduling the released request %s failed", request)
 
     async def _expire(self, origin: Origin, action: Action) -> None:
-        requests = await self._take(origin, action.held)
+        taken = await self._take(origin, action.held)
         self._wake(action.held, False)
-        if not requests:
-            return
-        if self._closed or _engine_closing(self.crawler):
-            self._undelivered.extend((origin, request) for request in requests)
+        if not taken:
             return
         reason = self.expiry_reason(origin)
+        if self._closing():
+            self._expired_late.extend((origin, held.request, reason) for held in taken)
+            return
         copies = []
-        for request in requests:
-            copy = request.replace(dont_filter=True)
+        for held in taken:
+            copy = held.request.replace(dont_filter=True)
             copy.meta[EXPIRED_META] = reason
             copies.append(copy)
         self._send(origin, copies, "expired")
 
     async def _drop(self, origin: Origin, action: Action) -> None:
-        for request in await self._take(origin, action.held):
-            self._undelivered.append((origin, request))
+        for held in await self._take(origin, action.held):
+            self._undelivered.append(Leftover(origin, held.request, held.deadline))
 
-    async def _take(self, origin: Origin, held: tuple[Held, ...]) -> list[Request]:
-        """The requests behind ``held`` (waiters excluded), taken out of the store."""
+    async def _take(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
+        """The held requests behind ``held`` (waiters excluded), taken out of the store."""
         tokens = [entry.token for entry in held if entry.token not in self._waiters]
         if not tokens:
             return []
-        taken = await self.store.take_held(str(origin), tokens)
-        return [entry.request for entry in taken]
+        return await self.store.take_held(str(origin), tokens)
+
+    def _closing(self) -> bool:
+        """Whether the spider is closing or closed: no fetch, retry or release starts."""
+        return self._closed or _engine_closing(self.crawler)
 
     def _wake(self, held: tuple[Held, ...], released: bool) -> None:
         for entry in held:
@@ -529,6 +567,18 @@ class OriginDriver:
 
     def _forget(self, origin: Origin, machine: OriginMachine) -> None:
         self._parsed.pop(origin, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """A held request the closing spider could not hand back to the engine."""
+
+    origin: Origin
+    request: Request
+    #: Unix time its wait would have ended.
+    deadline: float
+    #: The copy that answered while the spider was closing; None: it never did.
+    record: OriginRecord | None = None
 
 
 def closing_reason(origin: Origin) -> str:

@@ -11,6 +11,7 @@ per origin (fetches, retries, releases) is the origin state machine's business
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
@@ -22,7 +23,14 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy_rep9309.integration.accounting import Accounting
 from scrapy_rep9309.integration.crawlagent import crawl_user_agent
 from scrapy_rep9309.integration.crawldelay import raise_slot_delay
-from scrapy_rep9309.integration.driver import EXPIRED_META, OriginDriver
+from scrapy_rep9309.integration.driver import (
+    EXPIRED_META,
+    Leftover,
+    OriginDriver,
+    call_errback,
+    closing_reason,
+)
+from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, read_state, write_state
 from scrapy_rep9309.integration.requestcodec import RequestCodec
 from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
 from scrapy_rep9309.integration.startup import log_parser_implementation
@@ -63,6 +71,9 @@ class RobotsTxtMiddleware:
         self.driver = OriginDriver(crawler, settings, self.store, self.accounting)
         self._offsite: list[OffsiteMiddleware] = []
         self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
+        self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
+        self._codec = RequestCodec(None)
+        self._restored: dict[str, OriginRecord] = {}
         self._closed = False
 
     @classmethod
@@ -88,7 +99,10 @@ class RobotsTxtMiddleware:
                 for mw in engine.downloader.middleware.middlewares
                 if isinstance(mw, OffsiteMiddleware)
             ]
-        await self.store.open(RequestCodec(spider), self._changed_elsewhere)
+        self._codec = RequestCodec(spider)
+        await self.store.open(self._codec, self._changed_elsewhere)
+        if self._jobdir:
+            await self._resume(read_state(self._jobdir))
 
     def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
         """Hold the request (raising IgnoreRequest keeps it out of the scheduler) if its
@@ -115,9 +129,114 @@ class RobotsTxtMiddleware:
             raise DontCloseSpider
 
     async def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
+        """Decide what an answer during closing decided; save (JOBDIR) or errback the rest."""
         self._closed = True
-        await self.driver.close()
+        to_save: list[Leftover] = []
+        for leftover in await self.driver.close():
+            if leftover.record is not None and await self._forbidden_at_close(leftover):
+                continue
+            if self._jobdir:
+                to_save.append(leftover)
+            else:
+                await self._close_unsent(leftover)
+        if self._jobdir:
+            await self._pause(to_save)
+        await self.store.close()
         logger.info(summary_line(self.accounting.reports(), self.stats.get_stats()))
+
+    async def _forbidden_at_close(self, leftover: Leftover) -> bool:
+        """Decide a request its robots.txt answered for while the spider was closing:
+        a forbidden one ends here (forbidden), an allowed one is left to save or close."""
+        assert leftover.record is not None
+        try:
+            self._decide(leftover.origin, leftover.record, leftover.request)
+        except IgnoreRequest as forbidden:
+            self.accounting.count(leftover.origin, "released")
+            await call_errback(leftover.request, forbidden)
+            return True
+        return False
+
+    async def _close_unsent(self, leftover: Leftover) -> None:
+        self.accounting.count(leftover.origin, "closed")
+        if leftover.record is None:
+            reason = closing_reason(leftover.origin)
+        else:
+            reason = f"Spider closed before {leftover.request.url} could be downloaded"
+        await call_errback(leftover.request, IgnoreRequest(reason))
+
+    async def _pause(self, leftovers: list[Leftover]) -> None:
+        """Write the records and the held requests under JOBDIR for the resume; a request
+        that cannot be serialised is closed (errback), named in one WARNING."""
+        now = time.time()
+        state = JobState(records=self._records_to_save(now))
+        unsaved: list[Leftover] = []
+        for leftover in leftovers:
+            try:
+                data = self._codec.encode(leftover.request)
+            except Exception:  # e.g. a lambda callback, an unpicklable meta value
+                unsaved.append(leftover)
+                continue
+            remaining = max(0.0, leftover.deadline - now)
+            state.held.append(SavedRequest(str(leftover.origin), remaining, data))
+            self.accounting.count(leftover.origin, "saved")
+        if unsaved:
+            logger.warning(
+                "%d held requests cannot be saved for the resume (they cannot be "
+                "serialised, e.g. a lambda callback) and go to their errback: %s",
+                len(unsaved),
+                ", ".join(str(leftover.request) for leftover in unsaved),
+            )
+            for leftover in unsaved:
+                await self._close_unsent(leftover)
+        path = write_state(self._jobdir, state, now)
+        logger.info(
+            "Saved the robots.txt state for the resume: %d origins, %d held requests, in %s",
+            len(state.records),
+            len(state.held),
+            path,
+        )
+
+    def _records_to_save(self, now: float) -> dict[str, OriginRecord]:
+        """The records restored at the start, updated by this run's: REP9309_CACHE_SIZE of
+        them at most, the most recently fetched first, never dropping one in backoff."""
+        records = {**self._restored, **self.driver.records()}
+        if len(records) <= self.settings.cache_size:
+            return records
+        newest_first = sorted(records.items(), key=lambda item: -item[1].fetched_at)
+        kept = dict(newest_first[: self.settings.cache_size])
+        kept.update((key, record) for key, record in records.items() if record.retry_at > now)
+        return kept
+
+    async def _resume(self, state: JobState) -> None:
+        """Restore the saved records (a store that already has newer ones keeps them) and
+        hold the saved requests again, in their order, with the defer time they had left."""
+        self._restored = state.records
+        for key, record in state.records.items():
+            await self.store.save(key, record, None)
+        now = time.time()
+        undecodable = 0
+        for saved in state.held:
+            origin = Origin.from_url(saved.origin)
+            try:
+                request = self._codec.decode(saved.data)
+            except Exception:
+                undecodable += 1
+                continue
+            if origin is None:
+                undecodable += 1
+                continue
+            self.driver.hold(origin, request, deadline=now + saved.remaining)
+        if undecodable:
+            logger.warning(
+                "%d saved held requests could not be restored (the spider changed?)",
+                undecodable,
+            )
+        if state.records or state.held:
+            logger.info(
+                "Resumed the robots.txt state: %d origins, %d held requests",
+                len(state.records),
+                len(state.held) - undecodable,
+            )
 
     def _changed_elsewhere(self, key: str) -> None:
         """A store shared with other processes says another one changed ``key``'s record."""

@@ -249,10 +249,14 @@ class OriginMachine:
 
     # -- events ------------------------------------------------------------------
 
-    def request(self, token: Hashable, now: float, defer_timeout: float) -> list[Action]:
-        """A request found no usable copy: it is held (or released at once if one appeared)."""
+    def request(
+        self, token: Hashable, now: float, defer_timeout: float, deadline: float | None = None
+    ) -> list[Action]:
+        """A request found no usable copy: it is held (or released at once if one appeared)
+        until ``deadline`` (default: ``defer_timeout`` from now; a resumed crawl passes
+        the deadline a request had when it was saved)."""
         actions = self._advance(now)
-        held = Held(token, now + defer_timeout)
+        held = Held(token, now + defer_timeout if deadline is None else deadline)
         if self.usable(now) is not None:
             return [*actions, Action(Effect.RELEASE, (held,), self.record)]
         was_empty = not self.held
