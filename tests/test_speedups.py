@@ -52,10 +52,10 @@ def group_view(implementation: core.Implementation, body: bytes) -> list[Any]:
     for number in range(len(index)):
         tables: tuple[dict[int, bytes], ...] = ({}, {}, {})
         index.collect(number, *tables)
-        groups.append((index.agents(number), tables))
+        groups.append((index.agents(number), tables, index.span(number)))
     own_tokens = {
         group_token(agent.decode("utf-8", "replace")).encode("ascii", "replace")
-        for agents, _ in groups
+        for agents, _, _ in groups
         for agent in agents
     }
     naming = {token: index.naming(token) for token in sorted(own_tokens | set(TOKENS)) if token}
@@ -111,6 +111,8 @@ LINE_PIECES = [
     "disallow:", "DISSALLOW:", "disalow", "Sitemap:", "crawl-delay:", "crawl delay",
     "foo:", ":", "#", " ", "\t", "\v", "\f", "*", "$", "/", "a", "B", "bot", "Googlebot/2.1",
     "googlebot*", "%2A", "%41", "é", "\xa0", "<p>", "\r", "\n", "\r\n",
+    "Content-Usage:", "content-usage", " CONTENT-USAGE\t:", "Content-Usage\v:", "train-ai=n",
+    "Content-Signal:", "License:",
 ]  # fmt: skip
 robots_like = st.lists(st.sampled_from(LINE_PIECES), max_size=60).map(
     lambda pieces: "".join(pieces).encode("utf-8")
@@ -174,6 +176,8 @@ def test_wrong_arguments_raise(compiled: core.Implementation) -> None:
             index.collect(bad_index, {}, {}, {})
         with pytest.raises((IndexError, OverflowError)):
             index.agents(bad_index)
+        with pytest.raises((IndexError, OverflowError)):
+            index.span(bad_index)
     with pytest.raises(TypeError):
         index.naming("a")
     with pytest.raises(TypeError):
