@@ -352,7 +352,12 @@ def test_product_token_keeps_the_case_as_written(user_agent: str, token: str | N
 
 @pytest.mark.parametrize(
     "user_agent",
-    ["MyBot", "my_bot-x/2.0", "Mozilla/5.0 (compatible; MyBot/1.0; +https://x)", "FigTree Robot x/1"],
+    [
+        "MyBot",
+        "my_bot-x/2.0",
+        "Mozilla/5.0 (compatible; MyBot/1.0; +https://x)",
+        "FigTree Robot x/1",
+    ],
 )
 def test_token_problem_is_none_for_valid_tokens(user_agent: str) -> None:
     assert token_problem(user_agent) is None

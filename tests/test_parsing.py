@@ -440,6 +440,37 @@ def test_crawl_delay_comes_from_the_group_that_applies() -> None:
     assert RobotsTxt.parse(b"Crawl-delay: 3\n").crawl_delay("anybot") is None
 
 
+def test_a_crawl_delay_belongs_to_the_user_agent_lines_directly_above_it() -> None:
+    # RFC 9309 merges these lines into one group for Allow/Disallow (a Crawl-delay line
+    # ends no group), but each delay is meant for the user agents just above it, as
+    # Protego and crawler-commons read it.
+    body = (
+        b"User-agent: bingbot\nCrawl-delay: 1\n"
+        b"User-agent: msnbot\nCrawl-delay: 2\n"
+        b"User-agent: *\nDisallow: /login\n"
+    )
+    rules = RobotsTxt.parse(body)
+    assert (rules.crawl_delay("msnbot"), rules.crawl_delay("bingbot")) == (2.0, 1.0)
+    assert rules.crawl_delay("anybot") is None
+    for agent in ("msnbot", "bingbot", "anybot"):
+        decision = rules.explain(f"{URL}/login", agent)
+        assert (decision.allowed, decision.line) == (False, 6)
+        assert decision.user_agents == ("bingbot", "msnbot", "*")
+
+
+def test_crawl_delays_after_the_rules_belong_to_the_last_user_agent_lines() -> None:
+    body = (
+        b"User-agent: a\nUser-agent: b\nCrawl-delay: x\nCrawl-delay: 3\n"
+        b"User-agent: c\n# comment\nSitemap: https://example.com/s.xml\nUser-agent: d\n"
+        b"Disallow: /\nCrawl-delay: 4\n\n"
+        b"User-agent: e\nDisallow: /\nCrawl-delay: 5\nUser-agent: a\nCrawl-delay: 6\n"
+    )
+    rules = RobotsTxt.parse(body)
+    # "a" is named twice: the first valid delay in file order of its runs.
+    assert [rules.crawl_delay(agent) for agent in "abcde"] == [3.0, 3.0, 4.0, 4.0, 5.0]
+    assert rules.crawl_delay("f") is None
+
+
 def test_sitemaps_from_anywhere_in_order() -> None:
     body = (
         b"Sitemap: https://example.com/a.xml\n"
