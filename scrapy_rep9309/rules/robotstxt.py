@@ -32,8 +32,6 @@ from scrapy_rep9309.rules.useragent import (
 )
 
 _MAX_CACHED_USER_AGENTS = 64
-#: A crawl-delay not looked for yet (never a result: negative delays are invalid).
-_NOT_READ = -1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +74,10 @@ def _names(agent: bytes, token: str) -> bool:
 class _OnRequestRecords:
     """Tokenizer handler keeping the group records read only on request.
 
-    ``delays`` pairs each ``Crawl-delay`` value with the user-agent lines it
-    belongs to: those directly above it, i.e. the last run of user-agent lines before it
-    (as Protego and crawler-commons read it; RFC 9309 leaves ``Crawl-delay`` to
-    crawlers). A run ends where a ``Crawl-delay`` line follows it.
+    ``delays`` pairs each ``Crawl-delay`` value with the user-agent lines it belongs to:
+    those directly above it, i.e. the last run of user-agent lines before it (as Protego
+    and crawler-commons read it; RFC 9309 leaves ``Crawl-delay`` to crawlers). A run
+    ends where a ``Crawl-delay`` line follows it.
     """
 
     unknown = None
@@ -112,27 +110,56 @@ class _OnRequestRecords:
     allow = disallow = sitemap = license = _elsewhere
 
 
-class _Selection:
-    """What applies to one crawler token: merged rules, group names and crawl-delay."""
+class _Extras:
+    """What a selection reads only on request: usage rules, signals, its crawl-delay.
 
-    __slots__ = (
-        "_agents",
-        "_allows",
-        "_body",
-        "_crawl_delay",
-        "_crawl_delays",
-        "_disallows",
-        "_groups",
-        "_indexes",
-        "_signals",
-        "_token",
-        "_usage",
-        "rules",
-    )
+    One pass of the reference tokenizer over the selected groups' lines, skipping
+    groups without the records it needs (a search of the lower-cased bytes).
+    """
+
+    __slots__ = ("crawl_delay", "signals", "usage")
+
+    def __init__(self, selection: _Selection, body: bytes, groups: core.GroupIndexProtocol) -> None:
+        token = selection.token
+        indexes = groups.naming(token.encode("ascii", "replace"))
+        # Only a group of several user-agent lines can give a delay to some of them.
+        attribute_delays = bool(selection.crawl_delays) and len(selection.agents) > len(indexes)
+        records = _OnRequestRecords()
+        for index in indexes:
+            start, end, first_line_no = groups.span(index)
+            lines = body[start:end]
+            lowered = lines.lower()
+            if b"content-" in lowered or (attribute_delays and b"crawl" in lowered):
+                tokenize_lines(split_lines(lines), records, first_line_no)
+        self.usage = UsageRules(records.usage_rules)
+        self.signals = combine_content_signals(records.signals)
+        delays: Iterable[bytes] = selection.crawl_delays
+        if attribute_delays:
+            delays = [
+                value for value, run in records.delays if any(_names(agent, token) for agent in run)
+            ]
+        self.crawl_delay = _first_valid_delay(delays)
+
+
+def _first_valid_delay(values: Iterable[bytes]) -> float | None:
+    for value in values:
+        delay = _parse_delay(value)
+        if delay is not None:
+            return delay
+    return None
+
+
+class _Selection:
+    """What applies to one crawler token: merged rules, group names and crawl-delays.
+
+    It keeps no reference to the file: thousands of selections may be kept for hours,
+    so what is read on request gets the body and the groups from its caller.
+    """
+
+    __slots__ = ("_allows", "_disallows", "_extras", "agents", "crawl_delays", "rules", "token")
 
     def __init__(
         self,
-        body: bytes,
         groups: core.GroupIndexProtocol,
         indexes: list[int],
         token: str,
@@ -140,75 +167,37 @@ class _Selection:
     ) -> None:
         self._allows: dict[int, bytes] = {}
         self._disallows: dict[int, bytes] = {}
-        self._crawl_delays: dict[int, bytes] = {}
+        crawl_delays: dict[int, bytes] = {}
         for index in indexes:
-            groups.collect(index, self._allows, self._disallows, self._crawl_delays)
-        self._agents = [agent for index in indexes for agent in groups.agents(index)]
+            groups.collect(index, self._allows, self._disallows, crawl_delays)
+        #: Every ``Crawl-delay`` value of the groups, in file order.
+        self.crawl_delays = list(crawl_delays.values())
+        self.agents = [agent for index in indexes for agent in groups.agents(index)]
         self.rules = rule_set_class(self._allows, self._disallows)
-        # For the records read on request only.
-        self._body = body
-        self._groups = groups
-        self._indexes = indexes
         #: The token the groups were chosen by: the crawler's, or ``*``.
-        self._token = token
-        self._crawl_delay: float | None = _NOT_READ
-        self._usage: UsageRules | None = None
-        self._signals: dict[str, str] | None = None
+        self.token = token
+        self._extras: _Extras | None = None
 
     @property
     def user_agents(self) -> tuple[str, ...]:
-        agents = (agent.decode("utf-8", "replace") for agent in self._agents)
+        agents = (agent.decode("utf-8", "replace") for agent in self.agents)
         return tuple(dict.fromkeys(agents))
 
-    @property
-    def crawl_delay(self) -> float | None:
+    def extras(self, body: bytes, groups: core.GroupIndexProtocol) -> _Extras:
+        """What is read on request only, from the file the selection was made from."""
+        if self._extras is None:
+            self._extras = _Extras(self, body, groups)
+        return self._extras
+
+    def crawl_delay(self, body: bytes, groups: core.GroupIndexProtocol) -> float | None:
         """The first valid ``Crawl-delay``, in file order, of the user-agent lines naming the token.
 
         RFC 9309 merges ``User-agent: a`` / ``Crawl-delay: 1`` / ``User-agent: b`` /
         ``Disallow: /x`` into one group for the rules, but that delay is ``a``'s only.
         """
-        if self._crawl_delay == _NOT_READ:
-            self._crawl_delay = self._find_crawl_delay()
-        return self._crawl_delay
-
-    def _find_crawl_delay(self) -> float | None:
-        if not self._crawl_delays:
+        if not self.crawl_delays:
             return None
-        values: Iterable[bytes] = self._crawl_delays.values()
-        if len(self._agents) > len(self._indexes):  # a group of several user-agent lines
-            records = self._read(b"crawl")
-            values = [
-                value
-                for value, run in records.delays
-                if any(_names(agent, self._token) for agent in run)
-            ]
-        for value in values:
-            delay = _parse_delay(value)
-            if delay is not None:
-                return delay
-        return None
-
-    def usage(self, path: str) -> tuple[Preference, ...]:
-        """The usage preferences of normalised ``path``, which the rules must allow."""
-        if self._usage is None:
-            self._usage = UsageRules(self._read(b"content-usage").usage_rules)
-        return self._usage.preferences(path) if self._usage else ()
-
-    @property
-    def content_signals(self) -> dict[str, str]:
-        if self._signals is None:
-            self._signals = combine_content_signals(self._read(b"content-signal").signals)
-        return dict(self._signals)
-
-    def _read(self, needle: bytes) -> _OnRequestRecords:
-        """Tokenize the groups' lines, skipping groups where ``needle`` cannot be a key."""
-        records = _OnRequestRecords()
-        for index in self._indexes:
-            start, end, first_line_no = self._groups.span(index)
-            lines = self._body[start:end]
-            if needle in lines.lower():
-                tokenize_lines(split_lines(lines), records, first_line_no)
-        return records
+        return self.extras(body, groups).crawl_delay
 
     def rule_text(self, key: MatchKey) -> str:
         """The rule a match key stands for, as written: ``Disallow: /private``."""
@@ -279,9 +268,7 @@ class RobotsTxt:
                 indexes = self._groups.naming(b"*")
             selection = None
             if indexes:
-                selection = _Selection(
-                    self._body, self._groups, indexes, named_by, self._rule_set_class
-                )
+                selection = _Selection(self._groups, indexes, named_by, self._rule_set_class)
             self._by_token[token] = selection
         if len(self._selections) >= _MAX_CACHED_USER_AGENTS:  # e.g. a rotating User-Agent
             self._selections.clear()
@@ -310,10 +297,17 @@ class RobotsTxt:
             return Decision(True)
         match = selection.rules.decide(path)
         if match is None:
-            return Decision(True, user_agents=selection.user_agents, usage=selection.usage(path))
+            return Decision(
+                True, user_agents=selection.user_agents, usage=self._usage(selection, path)
+            )
         _, allow, line = match
-        usage = selection.usage(path) if allow else ()
+        usage = self._usage(selection, path) if allow else ()
         return Decision(allow, selection.rule_text(match), -line, selection.user_agents, usage)
+
+    def _usage(self, selection: _Selection, path: str) -> tuple[Preference, ...]:
+        """The usage preferences of normalised ``path``, which ``selection`` allows."""
+        rules = selection.extras(self._body, self._groups).usage
+        return rules.preferences(path) if rules else ()
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """Return whether the crawler ``user_agent`` may fetch ``url``."""
@@ -355,7 +349,7 @@ class RobotsTxt:
         user-agent lines naming the crawler (or ``*``) in the groups that apply.
         """
         selection = self._selection(user_agent)
-        return None if selection is None else selection.crawl_delay
+        return None if selection is None else selection.crawl_delay(self._body, self._groups)
 
     def content_usage(self, url: str, user_agent: str) -> dict[str, str]:
         """Return the usage preferences of ``url`` for ``user_agent``: ``{label: "y" | "n"}``.
@@ -373,4 +367,6 @@ class RobotsTxt:
         lines are combined, ``no`` winning over ``yes``.
         """
         selection = self._selection(user_agent)
-        return {} if selection is None else selection.content_signals
+        if selection is None:
+            return {}
+        return dict(selection.extras(self._body, self._groups).signals)

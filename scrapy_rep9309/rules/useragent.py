@@ -108,9 +108,9 @@ def token_problem(user_agent: str) -> str | None:
         )
     if is_product_token(token):
         return None
-    others = "".join(dict.fromkeys(char for char in token if not is_product_token(char)))
+    others = ", ".join(map(repr, dict.fromkeys(c for c in token if not is_product_token(c))))
     return (
-        f"the product token {token!r} of the user agent {user_agent!r} contains {others!r}: "
+        f"the product token {token!r} of the user agent {user_agent!r} contains {others}: "
         "RFC 9309 2.2.1 allows only letters, '_' and '-' in a product token, so "
         f"robots.txt groups written for {token!r} never apply to this crawler, only "
         "'User-agent: *' groups do; use a token made of letters, '_' and '-'"
