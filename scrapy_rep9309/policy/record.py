@@ -18,7 +18,6 @@ UNAVAILABLE = "unavailable"
 UNREACHABLE = "unreachable"
 PENDING = "pending"
 
-
 class RecordTiming(Protocol):
     """The durations records are built with (``Rep9309Settings`` provides them)."""
 
