@@ -32,7 +32,8 @@ from typing import Any
 
 from protego import Protego
 
-from scrapy_rep9309 import RobotsTxt, core
+from scrapy_rep9309 import RobotsTxt
+from scrapy_rep9309.rules import core
 
 USER_AGENT = "Scrapy/2.19 (+https://scrapy.org)"
 CLOCK = time.perf_counter

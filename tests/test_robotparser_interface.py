@@ -88,10 +88,13 @@ def test_crawl_delay() -> None:
     assert parser.crawl_delay("*") is None
 
 
-def test_crawl_delay_before_any_rule_belongs_to_every_user_agent_line_around_it() -> None:
-    """Only a rule ends a run of User-agent lines (RFC 9309 2.2.1); blank lines do not."""
+def test_crawl_delay_belongs_to_the_user_agent_lines_directly_above_it() -> None:
+    """RFC 9309 merges these lines into one group for Allow/Disallow, but a Crawl-delay
+    belongs to the User-agent lines right above it (as Protego and crawler-commons read it)."""
     parser = _parser(b"User-agent: slowbot\nCrawl-delay: 7.5\n\nUser-agent: *\nDisallow: /x\n")
-    assert parser.crawl_delay("otherbot") == 7.5
+    assert parser.crawl_delay("slowbot") == 7.5
+    assert parser.crawl_delay("otherbot") is None
+    assert not parser.allowed("https://a.example/x", "slowbot"), "still one group for rules"
 
 
 def test_sitemaps_in_file_order_from_anywhere_in_the_file() -> None:

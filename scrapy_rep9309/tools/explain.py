@@ -14,7 +14,8 @@ from scrapy_rep9309.policy.fetchresult import FetchResult
 from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE
 from scrapy_rep9309.rules.matcher import is_robots_txt
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
-from scrapy_rep9309.rules.useragent import crawler_token
+from scrapy_rep9309.rules.usage import Preference
+from scrapy_rep9309.rules.useragent import crawler_token, token_problem
 
 #: What each fetch outcome means for crawling (RFC 9309 section 2.3.1).
 OUTCOME_MEANING = {
@@ -32,12 +33,16 @@ class Verdict:
     allowed: bool
     rule: str
     group: str
+    #: The URL's usage preferences, one entry per ``Content-Usage`` rule that stated any:
+    #: ``train-ai=n (Content-Usage: train-ai=n, line 4)``.
+    usage: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         return [
             f"{'allowed' if self.allowed else 'disallowed':<11} {self.url}",
             f"  rule      {self.rule}",
             f"  group     {self.group}",
+            *(f"  usage     {entry}" for entry in self.usage),
         ]
 
 
@@ -59,7 +64,18 @@ def judge(url: str, user_agent: str, outcome: str, rules: RobotsTxt | None) -> V
         group = "User-agent: " + ", ".join(decision.user_agents)
     else:
         group = "none (no group names this user agent, and there is no '*' group)"
-    return Verdict(url, decision.allowed, rule, group)
+    return Verdict(url, decision.allowed, rule, group, describe_usage(decision.usage))
+
+
+def describe_usage(preferences: tuple[Preference, ...]) -> tuple[str, ...]:
+    """Usage preferences grouped by the rule that stated them, with its line."""
+    by_rule: dict[tuple[str, int], list[str]] = {}
+    for preference in preferences:
+        stated = by_rule.setdefault((preference.rule, preference.line), [])
+        stated.append(f"{preference.label}={preference.value}")
+    return tuple(
+        f"{', '.join(stated)} ({rule}, line {line})" for (rule, line), stated in by_rule.items()
+    )
 
 
 def describe_fetch(robots_url: str, result: FetchResult) -> list[str]:
@@ -89,8 +105,23 @@ def describe_size(size: int, truncated: bool) -> str:
     return f"  size      {size} bytes{note}"
 
 
-def describe_user_agent(user_agent: str) -> str:
-    return f"user agent  {user_agent} (product token: {crawler_token(user_agent)})"
+def describe_licenses(rules: RobotsTxt | None) -> list[str]:
+    """One line per ``License:`` of the file (RSL 1.0), for the robots.txt block."""
+    return [] if rules is None else [f"  license   {license}" for license in rules.licenses]
+
+
+def describe_user_agent(user_agent: str, rules: RobotsTxt | None = None) -> str:
+    """The user agent and its product token; a warning when no group can ever name it;
+    with ``rules``, the ``Content-Signal`` values of the group that applies to it."""
+    lines = [f"user agent  {user_agent} (product token: {crawler_token(user_agent)})"]
+    problem = token_problem(user_agent)
+    if problem is not None:
+        lines.append(f"  warning   {problem}")
+    signals = {} if rules is None else rules.content_signals(user_agent)
+    if signals:
+        stated = ", ".join(f"{key}={value}" for key, value in signals.items())
+        lines.append(f"  signals   {stated} (Content-Signal of its group)")
+    return "\n".join(lines)
 
 
 def exit_status(verdicts: list[Verdict]) -> int:
