@@ -291,6 +291,7 @@ class OriginDriver:
             elif effect is Effect.RELEASE_LEASE:
                 self._spawn(self.store.release_lease(str(origin), self._owner))
             elif effect is Effect.RELEASE:
+                self._triggers.pop(origin, None)  # answered: no fetch needs its proxy now
                 if action.held:
                     self._spawn(self._release(origin, action))
             elif effect is Effect.EXPIRE:
