@@ -61,6 +61,13 @@ EXPIRED_META = "rep9309_expired"
 WAIT_POLL_INTERVAL = 1.0
 #: Stat counting robots.txt requests refused by another downloader middleware.
 IGNORED_STAT = "robotstxt/ignored"
+#: Seconds between two looks for requests held by fleet processes that are gone.
+ORPHAN_SWEEP_INTERVAL = 2.0
+#: Fleet stats: requests held by other processes that this one released, requests of
+#: processes that are gone that this one took over, requests left to the others at close.
+RELEASED_FOR_PEERS_STAT = "robotstxt/fleet/released_for_peers"
+ADOPTED_STAT = "robotstxt/fleet/adopted"
+LEFT_STAT = "robotstxt/fleet/left"
 
 
 class OriginDriver:
@@ -105,6 +112,9 @@ class OriginDriver:
         self._warned_ignored: set[Origin] = set()
         self._owner = uuid.uuid4().hex
         self._closed = False
+        #: Fleet: origins whose lease renewal is under way; requests waiting for a peek.
+        self._renewing: set[Origin] = set()
+        self._peeks: dict[Origin, list[Deferred[None]]] = {}
 
     # -- queries (the per-request path) ---------------------------------------------
 
@@ -151,6 +161,11 @@ class OriginDriver:
             or bool(self._outbox)
             or any(machine.held for machine in self.machines.values())
         )
+
+    @property
+    def shared(self) -> bool:
+        """Whether other crawl processes use the same store (a fleet)."""
+        return bool(getattr(self.store, "shared", False))
 
     # -- events from the middleware ------------------------------------------------
 
@@ -210,6 +225,118 @@ class OriginDriver:
                 origin, machine, machine.changed(stored.record, stored.version, time.time())
             )
 
+    # -- a fleet: peeks, orphans, leaving ---------------------------------------------
+
+    async def peek(self, origin: Origin) -> OriginRecord | None:
+        """The usable copy for a request that reached the downloader of a fleet process
+        that knows nothing of its origin: a shared queue hands out requests other
+        processes released. One store read (shared by the requests of the origin that
+        arrive meanwhile) instead of sending the request back to be held. None when
+        the store has no usable copy or cannot be reached: then it is held as usual."""
+        machine = self._machine(origin)
+        if machine.state is State.NEW:
+            waiting = self._peeks.get(origin)
+            if waiting is not None:
+                peeked: Deferred[None] = Deferred()
+                waiting.append(peeked)
+                await maybe_deferred_to_future(peeked)
+            else:
+                self._peeks[origin] = []
+                try:
+                    load = getattr(self.store, "try_load", self.store.load)
+                    stored = await load(str(origin))
+                    if stored is not None and machine.state is State.NEW:
+                        actions = machine.changed(stored.record, stored.version, time.time())
+                        self._carry_out(origin, machine, actions)
+                finally:
+                    for peeked in self._peeks.pop(origin):
+                        _fire(peeked, None)
+        return machine.usable(time.time())
+
+    def start_orphan_sweep(self) -> None:
+        """Fleet: every ORPHAN_SWEEP_INTERVAL, take over the requests held by processes
+        that stopped or died (their heartbeat is gone), so that none waits forever."""
+        if self.shared and not self._closed:
+            self._timers.schedule(
+                ("orphans", id(self)), ORPHAN_SWEEP_INTERVAL, self._spawn_orphan_sweep
+            )
+
+    def _spawn_orphan_sweep(self) -> None:
+        # Not counted in ``busy``: an idle process may close; what it adopts keeps it open.
+        self._spawn(self._adopt_orphans(), busy=False)
+
+    async def _adopt_orphans(self) -> None:
+        try:
+            adopted = await self.store.adopt_orphans()
+            now = time.time()
+            for key, held in adopted:
+                origin = Origin.from_url(key)
+                if origin is None:  # not written by this package
+                    continue
+                self._triggers.setdefault(origin, held.request)
+                machine = self._machine(origin)
+                wait = max(0.0, held.deadline - now)
+                self._carry_out(origin, machine, machine.request(held.token, now, wait))
+            if adopted:
+                self.stats.inc_value(ADOPTED_STAT, len(adopted))
+                logger.info("Took over %d requests held by stopped fleet processes", len(adopted))
+        finally:
+            self.start_orphan_sweep()
+
+    async def _take_for_release(self, origin: Origin, held: tuple[Held, ...]) -> list[Request]:
+        """The requests a RELEASE sends on. In a fleet: every request held for the origin,
+        other processes' too, so that the process that got the answer releases them all
+        (the others' machines then find theirs gone)."""
+        if not self.shared:
+            return await self._take(origin, held)
+        taken = await self.store.take_held(str(origin))
+        own = {entry.token for entry in held}
+        others = sum(1 for entry in taken if entry.token not in own)
+        if others:
+            self.stats.inc_value(RELEASED_FOR_PEERS_STAT, others)
+        return [entry.request for entry in taken]
+
+    def _leave_for_peers(self, held: tuple[Held, ...]) -> None:
+        """Fleet, at close: held requests stay in the store; the others adopt them."""
+        left = sum(1 for entry in held if entry.token not in self._waiters)
+        if left:
+            self.stats.inc_value(LEFT_STAT, left)
+
+    async def _hand_over_undelivered(self) -> None:
+        """Fleet, at close: requests already taken out of the store but not sent on go
+        back into it, for the others to adopt, instead of to their errback."""
+        deadline = time.time() + self.settings.defer_timeout
+        for origin, request in self._undelivered:
+            held = HeldRequest(next(self._tokens), deadline, request)
+            await self.store.hold(str(origin), held)
+            self.stats.inc_value(LEFT_STAT)
+        self._undelivered.clear()
+
+    def _schedule_lease_renewal(self, origin: Origin) -> None:
+        """Renew our fetch lease every third of its TTL while the fetch runs, so that a
+        short lease covers a long fetch and a dead fetcher's lease expires soon."""
+        self._timers.schedule(
+            (origin, "lease-renewal"),
+            self._lease_ttl / 3,
+            self._renew_lease_while_fetching,
+            origin,
+        )
+
+    def _renew_lease_while_fetching(self, origin: Origin) -> None:
+        if origin not in self._fetching or self._closed:
+            return
+        if origin not in self._renewing:
+            self._renewing.add(origin)
+            self._spawn(self._renew_lease(origin))
+        self._schedule_lease_renewal(origin)
+
+    async def _renew_lease(self, origin: Origin) -> None:
+        try:
+            if not await self.store.renew_lease(str(origin), self._owner, self._lease_ttl):
+                logger.debug("Lost the robots.txt fetch lease of %s while fetching", origin)
+        finally:
+            self._renewing.discard(origin)
+
     async def close(self) -> None:
         """The spider closed: stop every timer; held requests go to their errback."""
         self._closed = True
@@ -217,7 +344,9 @@ class OriginDriver:
         now = time.time()
         for origin, machine in list(self.machines.items()):
             for action in machine.close(now):
-                if action.effect is Effect.DROP:
+                if action.effect is Effect.DROP and self.shared:
+                    self._leave_for_peers(action.held)
+                elif action.effect is Effect.DROP:
                     for request in await self._take(origin, action.held):
                         self._undelivered.append((origin, request))
         for waiter in list(self._waiters.values()):
@@ -225,6 +354,8 @@ class OriginDriver:
         self._waiters.clear()
         self._undelivered.extend((origin, request) for origin, request, _ in self._outbox)
         self._outbox.clear()
+        if self.shared:
+            await self._hand_over_undelivered()
         for origin, request in self._undelivered:
             self.accounting.count(origin, "closed")
             await call_errback(request, IgnoreRequest(closing_reason(origin)))
@@ -306,9 +437,12 @@ class OriginDriver:
 
     @property
     def _lease_ttl(self) -> float:
-        """Long enough for a whole fetch: every redirect hop may take the download timeout."""
-        timeout = float(self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180))
-        return timeout * (self.settings.max_redirects + 1) + 60
+        """One robots.txt request's timeout (REP9309_FETCH_TIMEOUT, else DOWNLOAD_TIMEOUT):
+        renewed while the fetch runs, so a fetcher that died blocks the others no longer."""
+        timeout = self.settings.fetch_timeout
+        if timeout is None:
+            timeout = float(self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180))
+        return max(1.0, timeout)
 
     async def _save(self, origin: Origin, machine: OriginMachine, action: Action) -> None:
         assert action.record is not None
@@ -330,6 +464,7 @@ class OriginDriver:
         if record is not None and record.answered and not record.failures:
             self.stats.inc_value("robotstxt/refreshed")
         self._fetching.add(origin)
+        self._schedule_lease_renewal(origin)
         self._spawn(self._fetch(origin, machine))
 
     async def _fetch(self, origin: Origin, machine: OriginMachine) -> None:
@@ -339,6 +474,7 @@ class OriginDriver:
             result, rules = await self._read(origin, result, trigger)
         finally:
             self._fetching.discard(origin)
+            self._timers.cancel((origin, "lease-renewal"))
         actions = machine.answered(result, time.time())
         record = machine.record
         assert record is not None
@@ -436,7 +572,7 @@ class OriginDriver:
         )
 
     async def _release(self, origin: Origin, action: Action) -> None:
-        requests = await self._take(origin, action.held)
+        requests = await self._take_for_release(origin, action.held)
         self._wake(action.held, True)
         if not requests:
             return
@@ -509,9 +645,9 @@ class OriginDriver:
 
     # -- plumbing ----------------------------------------------------------------------
 
-    def _spawn(self, coroutine: Any) -> None:
-        """Run ``coroutine`` as a task of its own; log what it raises."""
-        self._tasks += 1
+    def _spawn(self, coroutine: Any, *, busy: bool = True) -> None:
+        """Run ``coroutine`` as a task of its own; log what it raises. ``busy`` tasks
+        keep the spider open until they end."""
         deferred = deferred_from_coro(coroutine)
         deferred.addErrback(
             lambda failure: logger.error(
@@ -519,7 +655,9 @@ class OriginDriver:
                 exc_info=(failure.type, failure.value, failure.getTracebackObject()),
             )
         )
-        deferred.addBoth(self._task_done)
+        if busy:
+            self._tasks += 1
+            deferred.addBoth(self._task_done)
 
     def _task_done(self, _: Any) -> None:
         self._tasks -= 1

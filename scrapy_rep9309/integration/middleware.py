@@ -24,6 +24,7 @@ from scrapy_rep9309.integration.crawlagent import crawl_user_agent
 from scrapy_rep9309.integration.crawldelay import raise_slot_delay
 from scrapy_rep9309.integration.driver import EXPIRED_META, OriginDriver
 from scrapy_rep9309.integration.requestcodec import RequestCodec
+from scrapy_rep9309.integration.resilience import PatientStore
 from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
 from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed
@@ -60,7 +61,9 @@ class RobotsTxtMiddleware:
         self.stats = crawler.stats
         self.accounting = Accounting(crawler.stats)
         self.store = build_from_crawler(settings.store, crawler)
-        self.driver = OriginDriver(crawler, settings, self.store, self.accounting)
+        # The driver's store calls wait out outages (README "Running a fleet").
+        patient = PatientStore(self.store, crawler.stats)
+        self.driver = OriginDriver(crawler, settings, patient, self.accounting)
         self._offsite: list[OffsiteMiddleware] = []
         self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
         self._closed = False
@@ -89,6 +92,7 @@ class RobotsTxtMiddleware:
                 if isinstance(mw, OffsiteMiddleware)
             ]
         await self.store.open(RequestCodec(spider), self._changed_elsewhere)
+        self.driver.start_orphan_sweep()
 
     def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
         """Hold the request (raising IgnoreRequest keeps it out of the scheduler) if its
@@ -138,6 +142,8 @@ class RobotsTxtMiddleware:
             self.stats.inc_value("robotstxt/invalid_origin")
             return None
         record = self.driver.decisive(origin, request)
+        if record is None and self.driver.shared:
+            record = await self.driver.peek(origin)
         if record is None:
             if request.meta.get(SCHEDULED_META) and _requeues(request) < MAX_REQUEUES:
                 return self._requeue(request)

@@ -468,19 +468,27 @@ class RedisOriginStore:
             return await call()
         except (RedisError, OSError) as exc:
             if isinstance(exc, ResponseError) and str(exc).startswith(_GENERATION_ERROR):
-                # Redis lost its data: the next heartbeat writes our held requests again.
                 self._generation = None
-                raise StoreUnavailable(f"Redis at {redact(self.url)} lost its data") from exc
+                raise _GenerationLost(f"Redis at {redact(self.url)} lost its data") from exc
             raise StoreUnavailable(f"Redis at {redact(self.url)}: {exc}") from exc
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run a script that writes held requests: only within the generation we know."""
         generation = self._generation
         if generation is None:
-            raise StoreUnavailable(f"Redis at {redact(self.url)} not in step yet")
+            raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
         return await self._call(
             lambda: self._scripts[name](keys=list(keys), args=[generation, *args])
         )
+
+    async def _script_in_step(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """``_script`` that first writes our held requests again if Redis lost its data.
+        Called with ``_writing`` held (taking and adopting)."""
+        try:
+            return await self._script(name, keys, args)
+        except _GenerationLost:
+            await self._call(self._resync)
+            return await self._script(name, keys, args)
 
     # -- records -------------------------------------------------------------------------
 
@@ -604,7 +612,7 @@ class RedisOriginStore:
             pairs: list[bytes] = []
             if tokens is None or len(local) < len(wanted):
                 remote = () if tokens is None else [e for e in wanted if e not in local]
-                pairs = await self._script(
+                pairs = await self._script_in_step(
                     "take",
                     [
                         self._key("held", key),
@@ -639,7 +647,7 @@ class RedisOriginStore:
         """Make this process the holder of the requests held by processes that are gone;
         returns them (origin key, request) with their original deadlines, in order."""
         async with self._writing:
-            flat = await self._script(
+            flat = await self._script_in_step(
                 "adopt",
                 [
                     self._key("holders"),
@@ -740,6 +748,10 @@ def decode_record(data: bytes) -> OriginRecord:
         retry_at=float(numbers[2]),
         last_failure=failure,
     )
+
+
+class _GenerationLost(StoreUnavailable):
+    """Redis lost its data since we last wrote held requests (or we never wrote any)."""
 
 
 def redact(url: str) -> str:
