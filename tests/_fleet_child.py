@@ -1,11 +1,12 @@
 """One process of a scrapy-redis fleet, for the fleet tests and ``benchmarks/bench_fleet.py``.
 
 Usage: ``python -m tests._fleet_child JOB.json`` (from the repository root). The job
-gives the settings; the spider is a scrapy-redis ``RedisSpider`` reading start URLs from
-``fleet:start_urls``, with scrapy-redis's scheduler and duplicate filter when the job's
-settings name them. When the spider closes, the process writes what happened to each
-request it decided (``ok`` for a response, the errback's message otherwise), its
-``robotstxt/*`` stats and timings to the job's ``out`` file (JSON).
+gives the settings and optional spider arguments (e.g. ``redis_batch_size``). The
+spider is a scrapy-redis ``RedisSpider`` reading start URLs from ``fleet:start_urls``,
+with scrapy-redis's scheduler and duplicate filter when the job's settings name them.
+When the spider closes, the process writes what happened to each request it decided
+(``ok`` for a response, the errback's message otherwise), its ``robotstxt/*`` stats and
+timings to the job's ``out`` file (JSON).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def main(job_path: str) -> None:
 
     crawler.signals.connect(engine_started, signal=signals.engine_started)
     crawler.signals.connect(spider_closed, signal=signals.spider_closed)
-    process.crawl(crawler)
+    process.crawl(crawler, **job.get("spider_kwargs", {}))
     process.start()
 
 

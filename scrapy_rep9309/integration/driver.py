@@ -312,6 +312,20 @@ class OriginDriver:
             self.stats.inc_value(LEFT_STAT)
         self._undelivered.clear()
 
+    async def _answered_meanwhile(self, origin: Origin, machine: OriginMachine) -> bool:
+        """Fleet: whether another process stored the answer between our load and our
+        lease (it fetched, stored and released the lease in between). Then we adopt its
+        record and give the lease back instead of fetching a second time."""
+        stored = await self.store.load(str(origin))
+        if stored is None:
+            return False
+        actions = machine.changed(stored.record, stored.version, time.time())
+        if machine.state is State.LEASING:  # nothing newer than what we loaded: fetch
+            return False
+        self._spawn(self.store.release_lease(str(origin), self._owner))
+        self._carry_out(origin, machine, actions)
+        return True
+
     def _schedule_lease_renewal(self, origin: Origin) -> None:
         """Renew our fetch lease every third of its TTL while the fetch runs, so that a
         short lease covers a long fetch and a dead fetcher's lease expires soon."""
@@ -393,9 +407,13 @@ class OriginDriver:
             elif effect is Effect.FETCH:
                 self._start_fetch(origin, machine)
             elif effect is Effect.STORE:
-                self._spawn(self._save(origin, machine, action))
+                if any(later.effect is Effect.RELEASE_LEASE for later in actions):
+                    self._spawn(self._save_then_release_lease(origin, machine, action))
+                else:
+                    self._spawn(self._save(origin, machine, action))
             elif effect is Effect.RELEASE_LEASE:
-                self._spawn(self.store.release_lease(str(origin), self._owner))
+                if not any(earlier.effect is Effect.STORE for earlier in actions):
+                    self._spawn(self.store.release_lease(str(origin), self._owner))
             elif effect is Effect.RELEASE:
                 if action.held:
                     self._spawn(self._release(origin, action))
@@ -433,6 +451,8 @@ class OriginDriver:
         if self._closed:
             return
         granted = await self.store.acquire_lease(str(origin), self._owner, self._lease_ttl)
+        if granted and self.shared and await self._answered_meanwhile(origin, machine):
+            return
         self._carry_out(origin, machine, machine.leased(granted, time.time()))
 
     @property
@@ -456,6 +476,16 @@ class OriginDriver:
             self._carry_out(
                 origin, machine, machine.changed(stored.record, stored.version, time.time())
             )
+
+    async def _save_then_release_lease(
+        self, origin: Origin, machine: OriginMachine, action: Action
+    ) -> None:
+        """The lease goes back only once the answer is stored: a peer that takes it
+        then finds the record instead of fetching a second time."""
+        try:
+            await self._save(origin, machine, action)
+        finally:
+            await self.store.release_lease(str(origin), self._owner)
 
     def _start_fetch(self, origin: Origin, machine: OriginMachine) -> None:
         if self._closed:

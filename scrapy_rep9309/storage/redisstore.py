@@ -86,6 +86,10 @@ ALIVE_TTL = 5.0
 RECEIPT_TTL = 60.0
 #: Orphaned requests adopted per call at most (the script runs inside Redis).
 ADOPT_LIMIT = 1000
+#: Held requests written in one script call at most.
+HOLD_BATCH = 500
+#: Connections to Redis per process at most (one of them listens for changes).
+MAX_CONNECTIONS = 16
 #: Seconds ``close`` spends writing requests held while Redis was down.
 CLOSE_FLUSH_TIMEOUT = 5.0
 #: Stat counting records in Redis that could not be read.
@@ -153,18 +157,27 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 """
 
-# KEYS: held, generation, holders, holding:<me>, seq. ARGV: generation, entry id,
-# value, origin key, me. Returns the entry's sequence number (requests keep their order).
-_HOLD = (
-    _GENERATION_CHECK
-    + """
-local seq = redis.call('INCR', KEYS[5])
-redis.call('HSET', KEYS[1], ARGV[2], seq .. ' ' .. ARGV[3])
-redis.call('SADD', KEYS[4], ARGV[4])
-redis.call('SADD', KEYS[3], ARGV[5])
-return seq
+# KEYS: generation, holders, holding:<me>, seq. ARGV: generation, prefix, me, then
+# origin key, entry id, value for each request (a batch: one round trip for many).
+# Sequence numbers keep the requests of an origin in the order they were held.
+_HOLD = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return redis.error_reply('REP9309GENERATION Redis lost its data')
+end
+local count = (#ARGV - 3) / 3
+local seq = redis.call('INCRBY', KEYS[4], count) - count
+local seen = {}
+for i = 4, #ARGV, 3 do
+  seq = seq + 1
+  redis.call('HSET', ARGV[2] .. ':held:' .. ARGV[i], ARGV[i + 1], seq .. ' ' .. ARGV[i + 2])
+  if not seen[ARGV[i]] then
+    redis.call('SADD', KEYS[3], ARGV[i])
+    seen[ARGV[i]] = true
+  end
+end
+redis.call('SADD', KEYS[2], ARGV[3])
+return count
 """
-)
 
 # KEYS: held, generation, receipt, holders. ARGV: generation, prefix, origin key,
 # entry ids (none: all). Returns id, value, id, value...
@@ -187,7 +200,7 @@ else
   end
 end
 if #out == 0 then return out end
-for i = 1, #out do redis.call('RPUSH', KEYS[3], out[i]) end
+for i = 1, #out, 128 do redis.call('RPUSH', KEYS[3], unpack(out, i, math.min(i + 127, #out))) end
 redis.call('PEXPIRE', KEYS[3], RECEIPT_MS)
 local remaining = {}
 for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
@@ -245,7 +258,9 @@ for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 end
 if #out > 0 then
   redis.call('SADD', KEYS[1], ARGV[3])
-  for i = 1, #out do redis.call('RPUSH', KEYS[3], out[i]) end
+  for i = 1, #out, 128 do
+    redis.call('RPUSH', KEYS[3], unpack(out, i, math.min(i + 127, #out)))
+  end
   redis.call('PEXPIRE', KEYS[3], RECEIPT_MS)
 end
 return out
@@ -303,8 +318,13 @@ class RedisOriginStore:
         self._mine: dict[str, dict[str, tuple[Hashable, bytes]]] = {}
         #: Those not written yet (Redis was down, or lost them): (origin key, entry id).
         self._unwritten: set[tuple[str, str]] = set()
+        #: Our held requests themselves, by entry id: taken back without decoding them.
+        self._live: dict[str, Any] = {}
         #: Entries being written by ``hold`` right now (a take-all leaves them alone).
         self._inflight: set[tuple[str, str]] = set()
+        #: Requests being held right now, written together by ``_write_batches``.
+        self._batch: list[tuple[str, str, bytes, asyncio.Future[None]]] = []
+        self._batch_writer: asyncio.Future[None] | None = None
         #: Held while writing what waits here, taking and adopting: never two at once.
         self._writing = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
@@ -328,12 +348,17 @@ class RedisOriginStore:
         """
         self._codec = codec
         self._on_change = on_change
-        self._redis = aioredis.Redis.from_url(
+        # A bounded pool that makes callers wait for a connection: a burst of held
+        # requests must queue up, not open a connection each (or fail with "too many").
+        pool = aioredis.BlockingConnectionPool.from_url(
             self.url,
+            max_connections=MAX_CONNECTIONS,
+            timeout=5,
             socket_timeout=5,
             socket_connect_timeout=2,
             retry=Retry(NoBackoff(), 1),
         )
+        self._redis = aioredis.Redis(connection_pool=pool)
         self._scripts = {
             name: self._redis.register_script(source)
             for name, source in (
@@ -427,11 +452,16 @@ class RedisOriginStore:
     async def _flush(self) -> None:
         """Write the held requests that wait in this process, oldest first. Called with
         ``_writing`` held, so that nothing takes them meanwhile."""
-        for key, entry in sorted(self._unwritten, key=lambda item: _order(item[1])):
-            token_value = self._mine.get(key, {}).get(entry)
-            if token_value is not None:
-                await self._write_held(key, entry, token_value[1])
-            self._unwritten.discard((key, entry))
+        waiting = sorted(self._unwritten, key=lambda item: _order(item[1]))
+        for start in range(0, len(waiting), HOLD_BATCH):
+            batch = [
+                (key, entry, self._mine[key][entry][1])
+                for key, entry in waiting[start : start + HOLD_BATCH]
+                if entry in self._mine.get(key, {})
+            ]
+            if batch:
+                await self._write_held(batch)
+            self._unwritten.difference_update(waiting[start : start + HOLD_BATCH])
 
     async def _listen(self) -> None:
         """Tell the driver about records other processes stored (within a second)."""
@@ -570,31 +600,56 @@ class RedisOriginStore:
     # -- held requests -----------------------------------------------------------------------
 
     async def hold(self, key: str, held: HeldRequest) -> None:
-        """Write ``held``; while Redis is unreachable it waits in this process instead."""
+        """Write ``held``; while Redis is unreachable it waits in this process instead.
+
+        Requests held in the same moment (a burst of new origins) are written together,
+        in one round trip, so that the loads and leases that decide them do not queue
+        up behind one write each."""
         assert self._codec is not None
         entry = self._entry_id(held.token)
         value = b"%.3f %s" % (held.deadline, self._codec.encode(held.request))
         self._mine.setdefault(key, {})[entry] = (held.token, value)
+        self._live[entry] = held.request
         self._inflight.add((key, entry))
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._batch.append((key, entry, value, written))
+        if self._batch_writer is None:
+            self._batch_writer = asyncio.ensure_future(self._write_batches())
         try:
-            await self._write_held(key, entry, value)
+            await written
         except StoreUnavailable as exc:
             logger.debug("Holding %s in this process until Redis answers: %s", entry, exc)
             self._unwritten.add((key, entry))
         finally:
             self._inflight.discard((key, entry))
 
-    async def _write_held(self, key: str, entry: str, value: bytes) -> None:
+    async def _write_batches(self) -> None:
+        try:
+            await asyncio.sleep(0)  # let the requests held in this moment join
+            while self._batch:
+                batch, self._batch = self._batch[:HOLD_BATCH], self._batch[HOLD_BATCH:]
+                try:
+                    await self._write_held([(key, entry, value) for key, entry, value, _ in batch])
+                except StoreUnavailable as exc:
+                    for *_, written in batch:
+                        written.set_exception(exc)
+                else:
+                    for *_, written in batch:
+                        written.set_result(None)
+        finally:
+            self._batch_writer = None
+
+    async def _write_held(self, batch: list[tuple[str, str, bytes]]) -> None:
+        """Write (origin key, entry id, value) triples in one script call."""
         await self._script(
             "hold",
             [
-                self._key("held", key),
                 self._key("generation"),
                 self._key("holders"),
                 self._key("holding", self.me),
                 self._key("seq"),
             ],
-            [entry, value, key, self.me],
+            [self.prefix, self.me, *(part for triple in batch for part in triple)],
         )
 
     async def take_held(
@@ -629,11 +684,12 @@ class RedisOriginStore:
             for entry in local:
                 self._unwritten.discard((key, entry))
                 taken.append((entry, b"%d %s" % (_LOCAL_ORDER + _order(entry), mine[entry][1])))
+            live = {entry: self._live.pop(entry) for entry in wanted if entry in self._live}
             for entry in wanted:  # taken now, or by another process before
                 mine.pop(entry, None)
             if not mine:
                 self._mine.pop(key, None)
-            return self._decode_held(key, taken)
+            return self._decode_held(key, taken, live)
 
     async def held_keys(self) -> list[str]:
         """Origins with requests held by processes that are gone (stopped or killed):
@@ -679,25 +735,25 @@ class RedisOriginStore:
             return int(rest)
         return entry
 
-    def _decode_held(self, key: str, pairs: list[tuple[str, bytes]]) -> list[HeldRequest]:
+    def _decode_held(
+        self, key: str, pairs: list[tuple[str, bytes]], live: dict[str, Any] | None = None
+    ) -> list[HeldRequest]:
         """Held requests from ``<seq> <deadline> <request>`` values, oldest first.
 
-        Our own entries carry the driver's token again; others' carry their entry id.
-        A request that no longer decodes (a spider without that callback) is logged.
+        Our own entries carry the driver's token again, and the request object itself
+        when this process still has it (``live``); others' carry their entry id and are
+        decoded. A request that no longer decodes (a spider without that callback) is
+        logged and dropped.
         """
         assert self._codec is not None
+        live = live or {}
         decoded = []
         for entry, value in pairs:
             try:
                 seq, deadline, data = value.split(b" ", 2)
-                decoded.append(
-                    (
-                        int(seq),
-                        HeldRequest(
-                            self._token_of(entry), float(deadline), self._codec.decode(data)
-                        ),
-                    )
-                )
+                request = live[entry] if entry in live else self._codec.decode(data)
+                held = HeldRequest(self._token_of(entry), float(deadline), request)
+                decoded.append((int(seq), held))
             except Exception:
                 logger.exception("Dropping a held request of %s that cannot be read back", key)
         decoded.sort(key=lambda item: item[0])
