@@ -62,6 +62,13 @@ EXPIRED_META = "rep9309_expired"
 WAIT_POLL_INTERVAL = 1.0
 #: Stat counting robots.txt requests refused by another downloader middleware.
 IGNORED_STAT = "robotstxt/ignored"
+#: Seconds between two looks for requests held by fleet processes that are gone.
+ORPHAN_SWEEP_INTERVAL = 2.0
+#: Fleet stats: requests held by other processes that this one released, requests of
+#: processes that are gone that this one took over, requests left to the others at close.
+RELEASED_FOR_PEERS_STAT = "robotstxt/fleet/released_for_peers"
+ADOPTED_STAT = "robotstxt/fleet/adopted"
+LEFT_STAT = "robotstxt/fleet/left"
 
 
 class OriginDriver:
@@ -108,6 +115,9 @@ class OriginDriver:
         self._warned_ignored: set[Origin] = set()
         self._owner = uuid.uuid4().hex
         self._closed = False
+        #: Fleet: origins whose lease renewal is under way; requests waiting for a peek.
+        self._renewing: set[Origin] = set()
+        self._peeks: dict[Origin, list[Deferred[None]]] = {}
 
     # -- queries (the per-request path) ---------------------------------------------
 
@@ -154,6 +164,11 @@ class OriginDriver:
             or bool(self._outbox)
             or any(machine.held for machine in self.machines.values())
         )
+
+    @property
+    def shared(self) -> bool:
+        """Whether other crawl processes use the same store (a fleet)."""
+        return bool(getattr(self.store, "shared", False))
 
     # -- events from the middleware ------------------------------------------------
 
@@ -215,6 +230,133 @@ class OriginDriver:
                 origin, machine, machine.changed(stored.record, stored.version, time.time())
             )
 
+    # -- a fleet: peeks, orphans, leaving ---------------------------------------------
+
+    async def peek(self, origin: Origin) -> OriginRecord | None:
+        """The usable copy for a request that reached the downloader of a fleet process
+        that knows nothing of its origin: a shared queue hands out requests other
+        processes released. One store read (shared by the requests of the origin that
+        arrive meanwhile) instead of sending the request back to be held. None when
+        the store has no usable copy or cannot be reached: then it is held as usual."""
+        machine = self._machine(origin)
+        if machine.state is State.NEW:
+            waiting = self._peeks.get(origin)
+            if waiting is not None:
+                peeked: Deferred[None] = Deferred()
+                waiting.append(peeked)
+                await maybe_deferred_to_future(peeked)
+            else:
+                self._peeks[origin] = []
+                try:
+                    load = getattr(self.store, "try_load", self.store.load)
+                    stored = await load(str(origin))
+                    if stored is not None and machine.state is State.NEW:
+                        actions = machine.changed(stored.record, stored.version, time.time())
+                        self._carry_out(origin, machine, actions)
+                finally:
+                    for peeked in self._peeks.pop(origin):
+                        _fire(peeked, None)
+        return machine.usable(time.time())
+
+    def start_orphan_sweep(self) -> None:
+        """Fleet: every ORPHAN_SWEEP_INTERVAL, take over the requests held by processes
+        that stopped or died (their heartbeat is gone), so that none waits forever."""
+        if self.shared and not self._closed:
+            self._timers.schedule(
+                ("orphans", id(self)), ORPHAN_SWEEP_INTERVAL, self._spawn_orphan_sweep
+            )
+
+    def _spawn_orphan_sweep(self) -> None:
+        # Not counted in ``busy``: an idle process may close; what it adopts keeps it open.
+        self._spawn(self._adopt_orphans(), busy=False)
+
+    async def _adopt_orphans(self) -> None:
+        try:
+            adopted = await self.store.adopt_orphans()
+            now = time.time()
+            for key, held in adopted:
+                origin = Origin.from_url(key)
+                if origin is None:  # not written by this package
+                    continue
+                self._triggers.setdefault(origin, held.request)
+                machine = self._machine(origin)
+                wait = max(0.0, held.deadline - now)
+                self._carry_out(origin, machine, machine.request(held.token, now, wait))
+            if adopted:
+                self.stats.inc_value(ADOPTED_STAT, len(adopted))
+                logger.info("Took over %d requests held by stopped fleet processes", len(adopted))
+        finally:
+            self.start_orphan_sweep()
+
+    async def _take_for_release(
+        self, origin: Origin, held: tuple[Held, ...]
+    ) -> list[HeldRequest]:
+        """The requests a RELEASE sends on. In a fleet: every request held for the origin,
+        other processes' too, so that the process that got the answer releases them all
+        (the others' machines then find theirs gone)."""
+        if not self.shared:
+            return await self._take(origin, held)
+        taken = await self.store.take_held(str(origin))
+        own = {entry.token for entry in held}
+        others = sum(1 for entry in taken if entry.token not in own)
+        if others:
+            self.stats.inc_value(RELEASED_FOR_PEERS_STAT, others)
+        return taken
+
+    def _leave_for_peers(self, held: tuple[Held, ...]) -> None:
+        """Fleet, at close: held requests stay in the store; the others adopt them."""
+        left = sum(1 for entry in held if entry.token not in self._waiters)
+        if left:
+            self.stats.inc_value(LEFT_STAT, left)
+
+    async def _hand_over_undelivered(self) -> None:
+        """Fleet, at close: requests already taken out of the store but not sent on go
+        back into it, for the others to adopt, instead of to their errback."""
+        for leftover in self._undelivered:
+            held = HeldRequest(next(self._tokens), leftover.deadline, leftover.request)
+            await self.store.hold(str(leftover.origin), held)
+            self.stats.inc_value(LEFT_STAT)
+        self._undelivered.clear()
+
+    async def _answered_meanwhile(self, origin: Origin, machine: OriginMachine) -> bool:
+        """Fleet: whether another process stored the answer between our load and our
+        lease (it fetched, stored and released the lease in between). Then we adopt its
+        record and give the lease back instead of fetching a second time."""
+        stored = await self.store.load(str(origin))
+        if stored is None:
+            return False
+        actions = machine.changed(stored.record, stored.version, time.time())
+        if machine.state is State.LEASING:  # nothing newer than what we loaded: fetch
+            return False
+        self._spawn(self.store.release_lease(str(origin), self._owner))
+        self._carry_out(origin, machine, actions)
+        return True
+
+    def _schedule_lease_renewal(self, origin: Origin) -> None:
+        """Renew our fetch lease every third of its TTL while the fetch runs, so that a
+        short lease covers a long fetch and a dead fetcher's lease expires soon."""
+        self._timers.schedule(
+            (origin, "lease-renewal"),
+            self._lease_ttl / 3,
+            self._renew_lease_while_fetching,
+            origin,
+        )
+
+    def _renew_lease_while_fetching(self, origin: Origin) -> None:
+        if origin not in self._fetching or self._closed:
+            return
+        if origin not in self._renewing:
+            self._renewing.add(origin)
+            self._spawn(self._renew_lease(origin))
+        self._schedule_lease_renewal(origin)
+
+    async def _renew_lease(self, origin: Origin) -> None:
+        try:
+            if not await self.store.renew_lease(str(origin), self._owner, self._lease_ttl):
+                logger.debug("Lost the robots.txt fetch lease of %s while fetching", origin)
+        finally:
+            self._renewing.discard(origin)
+
     def records(self) -> dict[str, OriginRecord]:
         """The newest record of every origin in memory, by store key (for JOBDIR)."""
         return {
@@ -234,7 +376,9 @@ class OriginDriver:
         now = time.time()
         for origin, machine in self.machines.items():
             for action in machine.close(now):
-                if action.effect is Effect.DROP:
+                if action.effect is Effect.DROP and self.shared:
+                    self._leave_for_peers(action.held)
+                elif action.effect is Effect.DROP:
                     for held in await self._take(origin, action.held):
                         self._undelivered.append(Leftover(origin, held.request, held.deadline))
         for waiter in list(self._waiters.values()):
@@ -251,6 +395,8 @@ class OriginDriver:
             self.accounting.count(origin, "expired")
             await call_errback(request, IgnoreRequest(reason))
         self._expired_late.clear()
+        if self.shared:
+            await self._hand_over_undelivered()
         leftovers, self._undelivered = self._undelivered, []
         return leftovers
 
@@ -287,9 +433,13 @@ class OriginDriver:
             elif effect is Effect.FETCH:
                 self._start_fetch(origin, machine)
             elif effect is Effect.STORE:
-                self._spawn(self._save(origin, machine, action))
+                if any(later.effect is Effect.RELEASE_LEASE for later in actions):
+                    self._spawn(self._save_then_release_lease(origin, machine, action))
+                else:
+                    self._spawn(self._save(origin, machine, action))
             elif effect is Effect.RELEASE_LEASE:
-                self._spawn(self.store.release_lease(str(origin), self._owner))
+                if not any(earlier.effect is Effect.STORE for earlier in actions):
+                    self._spawn(self.store.release_lease(str(origin), self._owner))
             elif effect is Effect.RELEASE:
                 self._triggers.pop(origin, None)  # answered: no fetch needs its proxy now
                 if action.held:
@@ -334,13 +484,18 @@ class OriginDriver:
         if self._closing():
             return
         granted = await self.store.acquire_lease(str(origin), self._owner, self._lease_ttl)
+        if granted and self.shared and await self._answered_meanwhile(origin, machine):
+            return
         self._carry_out(origin, machine, machine.leased(granted, time.time()))
 
     @property
     def _lease_ttl(self) -> float:
-        """Long enough for a whole fetch: every redirect hop may take the download timeout."""
-        timeout = float(self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180))
-        return timeout * (self.settings.max_redirects + 1) + 60
+        """One robots.txt request's timeout (REP9309_FETCH_TIMEOUT, else DOWNLOAD_TIMEOUT):
+        renewed while the fetch runs, so a fetcher that died blocks the others no longer."""
+        timeout = self.settings.fetch_timeout
+        if timeout is None:
+            timeout = float(self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180))
+        return max(1.0, timeout)
 
     async def _save(self, origin: Origin, machine: OriginMachine, action: Action) -> None:
         assert action.record is not None
@@ -355,6 +510,16 @@ class OriginDriver:
                 origin, machine, machine.changed(stored.record, stored.version, time.time())
             )
 
+    async def _save_then_release_lease(
+        self, origin: Origin, machine: OriginMachine, action: Action
+    ) -> None:
+        """The lease goes back only once the answer is stored: a peer that takes it
+        then finds the record instead of fetching a second time."""
+        try:
+            await self._save(origin, machine, action)
+        finally:
+            await self.store.release_lease(str(origin), self._owner)
+
     def _start_fetch(self, origin: Origin, machine: OriginMachine) -> None:
         if self._closing():
             return
@@ -362,6 +527,7 @@ class OriginDriver:
         if record is not None and record.answered and not record.failures:
             self.stats.inc_value("robotstxt/refreshed")
         self._fetching.add(origin)
+        self._schedule_lease_renewal(origin)
         self._spawn(self._fetch(origin, machine))
 
     async def _fetch(self, origin: Origin, machine: OriginMachine) -> None:
@@ -371,6 +537,7 @@ class OriginDriver:
             result, rules = await self._read(origin, result, trigger)
         finally:
             self._fetching.discard(origin)
+            self._timers.cancel((origin, "lease-renewal"))
         actions = machine.answered(result, time.time())
         record = machine.record
         assert record is not None
@@ -468,7 +635,7 @@ class OriginDriver:
         )
 
     async def _release(self, origin: Origin, action: Action) -> None:
-        taken = await self._take(origin, action.held)
+        taken = await self._take_for_release(origin, action.held)
         self._wake(action.held, True)
         if not taken:
             return
@@ -548,9 +715,9 @@ class OriginDriver:
 
     # -- plumbing ----------------------------------------------------------------------
 
-    def _spawn(self, coroutine: Any) -> None:
-        """Run ``coroutine`` as a task of its own; log what it raises."""
-        self._tasks += 1
+    def _spawn(self, coroutine: Any, *, busy: bool = True) -> None:
+        """Run ``coroutine`` as a task of its own; log what it raises. ``busy`` tasks
+        keep the spider open until they end."""
         deferred = deferred_from_coro(coroutine)
         deferred.addErrback(
             lambda failure: logger.error(
@@ -558,7 +725,9 @@ class OriginDriver:
                 exc_info=(failure.type, failure.value, failure.getTracebackObject()),
             )
         )
-        deferred.addBoth(self._task_done)
+        if busy:
+            self._tasks += 1
+            deferred.addBoth(self._task_done)
 
     def _task_done(self, _: Any) -> None:
         self._tasks -= 1

@@ -32,6 +32,7 @@ from scrapy_rep9309.integration.driver import (
 )
 from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, read_state, write_state
 from scrapy_rep9309.integration.requestcodec import RequestCodec
+from scrapy_rep9309.integration.resilience import PatientStore
 from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
 from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed
@@ -68,7 +69,9 @@ class RobotsTxtMiddleware:
         self.stats = crawler.stats
         self.accounting = Accounting(crawler.stats)
         self.store = build_from_crawler(settings.store, crawler)
-        self.driver = OriginDriver(crawler, settings, self.store, self.accounting)
+        # The driver's store calls wait out outages (README "Running a fleet").
+        patient = PatientStore(self.store, crawler.stats)
+        self.driver = OriginDriver(crawler, settings, patient, self.accounting)
         self._offsite: list[OffsiteMiddleware] = []
         self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
         self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
@@ -101,6 +104,7 @@ class RobotsTxtMiddleware:
             ]
         self._codec = RequestCodec(spider)
         await self.store.open(self._codec, self._changed_elsewhere)
+        self.driver.start_orphan_sweep()
         if self._jobdir:
             await self._resume(read_state(self._jobdir))
 
@@ -257,6 +261,8 @@ class RobotsTxtMiddleware:
             self.stats.inc_value("robotstxt/invalid_origin")
             return None
         record = self.driver.decisive(origin, request)
+        if record is None and self.driver.shared:
+            record = await self.driver.peek(origin)
         if record is None:
             if request.meta.get(SCHEDULED_META) and _requeues(request) < MAX_REQUEUES:
                 return self._requeue(request)

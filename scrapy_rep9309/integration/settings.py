@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
@@ -23,6 +25,8 @@ from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX
 from scrapy_rep9309.storage.memory import MemoryStore
 
 MIN_MAX_SIZE = DEFAULT_MAX_SIZE
+DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+DEFAULT_REDIS_PREFIX = "rep9309"
 BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 THIS_MIDDLEWARE = "scrapy_rep9309.RobotsTxtMiddleware"
 
@@ -94,6 +98,23 @@ class Rep9309Settings:
             fetch_meta=_read(settings, "REP9309_FETCH_META", _meta_dict, defaults.fetch_meta),
             fetch_timeout=_read(settings, "REP9309_FETCH_TIMEOUT", _positive, None),
         )
+
+
+@dataclass(frozen=True)
+class RedisStoreSettings:
+    """Where the fleet's store lives (read when ``REP9309_STORE`` is ``RedisStore``)."""
+
+    url: str = DEFAULT_REDIS_URL
+    prefix: str = DEFAULT_REDIS_PREFIX
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> RedisStoreSettings:
+        """REP9309_REDIS_URL, else scrapy-redis's REDIS_URL, else the local default."""
+        url = _read(settings, "REP9309_REDIS_URL", _redis_url, None)
+        if url is None:
+            url = _read(settings, "REDIS_URL", _redis_url, DEFAULT_REDIS_URL)
+        prefix = _read(settings, "REP9309_REDIS_PREFIX", _redis_prefix, DEFAULT_REDIS_PREFIX)
+        return cls(url=url, prefix=prefix)
 
 
 def fetch_meta_conflict(meta: Mapping[str, Any]) -> str | None:
@@ -199,6 +220,32 @@ def _store_class(value: Any) -> type:
     if not isinstance(cls, type) or not callable(getattr(cls, "from_crawler", None)):
         raise TypeError("expected the import path of a store class with from_crawler()")
     return cls
+
+
+def _redis_url(value: Any) -> str:
+    """A ``redis://``, ``rediss://`` or ``unix://`` URL, as redis-py reads them."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a URL string, got {type(value).__name__}")
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ValueError("expected redis://host:port/db, rediss://... or unix:///path")
+    if parts.scheme != "unix" and not parts.hostname:
+        raise ValueError("no host")
+    if parts.scheme == "unix" and not parts.path:
+        raise ValueError("no socket path")
+    parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    return value.strip()
+
+
+_PREFIX = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _redis_prefix(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    if not _PREFIX.fullmatch(value):
+        raise ValueError("1 to 64 letters, digits, '_', '.', ':' or '-'")
+    return value
 
 
 def _to_bool(value: Any) -> bool:

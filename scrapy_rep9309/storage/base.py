@@ -16,6 +16,10 @@ has no usable copy there.
   opened with (Scrapy's ``Request.to_dict`` / ``request_from_dict``).
 - **Changes by others** are announced through the callback given to ``open``, so that
   a process learns about a record another one stored.
+- **A store shared by a fleet** of processes (``RedisStore``) says so with a true
+  ``shared`` attribute and offers ``adopt_orphans`` (see ``SharedOriginStore``).
+- **Outages**: a call that cannot reach the store raises (``StoreUnavailable``); the
+  driver retries it until it succeeds, so the origin machines never see the failure.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from scrapy_rep9309.policy.record import OriginRecord
+
+
+class StoreUnavailable(ConnectionError):
+    """The store cannot be reached now (the call may succeed if tried again later)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +108,20 @@ class OriginStore(Protocol):
 
     async def held_keys(self) -> list[str]:
         """Keys that have held requests (for a resumed crawl or a peer to pick up)."""
+
+
+class SharedOriginStore(OriginStore, Protocol):
+    """A store several crawl processes share (a fleet): what the driver does differently.
+
+    - Releasing an origin's held requests takes every request held for it, other
+      processes' too (``take_held(key)`` without tokens): whichever process gets the
+      answer releases them all, into the shared queue.
+    - When the spider closes, its held requests stay in the store for the others.
+    - Every few seconds the driver adopts the requests held by processes that are gone.
+    """
+
+    shared: bool
+
+    async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
+        """Become the holder of the requests held by processes that stopped or died;
+        return them with their keys, original deadlines, and tokens the store chose."""
