@@ -288,9 +288,7 @@ class OriginDriver:
         finally:
             self.start_orphan_sweep()
 
-    async def _take_for_release(
-        self, origin: Origin, held: tuple[Held, ...]
-    ) -> list[HeldRequest]:
+    async def _take_for_release(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
         """The requests a RELEASE sends on. In a fleet: every request held for the origin,
         other processes' too, so that the process that got the answer releases them all
         (the others' machines then find theirs gone)."""
