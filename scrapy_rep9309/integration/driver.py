@@ -64,6 +64,8 @@ WAIT_POLL_INTERVAL = 1.0
 IGNORED_STAT = "robotstxt/ignored"
 #: Seconds between two looks for requests held by fleet processes that are gone.
 ORPHAN_SWEEP_INTERVAL = 2.0
+#: Seconds a fleet process waits at close for the store to take back its leftovers.
+CLOSE_STORE_TIMEOUT = 5.0
 #: Fleet stats: requests held by other processes that this one released, requests of
 #: processes that are gone that this one took over, requests left to the others at close.
 RELEASED_FOR_PEERS_STAT = "robotstxt/fleet/released_for_peers"
@@ -93,6 +95,14 @@ class OriginDriver:
         self._parsed: dict[Origin, tuple[OriginRecord, RobotsTxt]] = {}
         self._timers = Timers()
         self._tokens = itertools.count()
+        #: Every request this process holds, by token: the source of truth. The store
+        #: keeps a copy (for a fleet, or a resume); releasing, expiring or dropping a
+        #: request never waits for the store, so a slow or failing store loses nothing.
+        self._held: dict[Hashable, tuple[Origin, HeldRequest]] = {}
+        #: Tokens whose copy the store confirmed it holds.
+        self._stored: set[Hashable] = set()
+        #: The last store call queued per origin: holds and takes reach it in order.
+        self._chains: dict[Origin, Deferred[Any]] = {}
         #: Requests waiting inside ``process_request`` (never scheduled), by token.
         self._waiters: dict[Hashable, Deferred[bool]] = {}
         #: The request that lends each origin's next fetch its proxy and User-Agent.
@@ -147,7 +157,8 @@ class OriginDriver:
         if cached is not None and cached[0] is record:
             return cached[1]
         rules = RobotsTxt.parse(record.body, max_size=self.settings.max_size)
-        self._parsed[origin] = (record, rules)
+        if origin in self.machines:  # an evicted origin's copy is not kept
+            self._parsed[origin] = (record, rules)
         return rules
 
     def last_failure(self, origin: Origin) -> str | None:
@@ -176,12 +187,15 @@ class OriginDriver:
         """Hold ``request`` (it found no usable copy) until its origin's robots.txt decides,
         at most until ``deadline`` (default: REP9309_DEFER_TIMEOUT from now)."""
         token = next(self._tokens)
+        now = time.time()
+        if deadline is None:
+            deadline = now + self.settings.defer_timeout
+        self._held[token] = (origin, HeldRequest(token, deadline, request))
         self._triggers.setdefault(origin, request)
         self.accounting.count(origin, "deferred")
         machine = self._machine(origin)
-        if deadline is None:
-            deadline = time.time() + self.settings.defer_timeout
-        self._spawn(self._hold_in_store(origin, machine, HeldRequest(token, deadline, request)))
+        actions = machine.request(token, now, self._defer, deadline=deadline)
+        self._carry_out(origin, machine, actions)
 
     async def wait(self, origin: Origin, request: Request) -> OriginRecord:
         """For a request never scheduled (``engine.download_async``): wait here instead.
@@ -190,22 +204,32 @@ class OriginDriver:
         empty before it closes the spider: wake up every WAIT_POLL_INTERVAL seconds to
         give up if the spider is closing.
         """
+        if self._closing():
+            raise IgnoreRequest(closing_reason(origin))
         self.accounting.count(origin, "deferred")
         self._triggers.setdefault(origin, request)
         token = ("wait", next(self._tokens))
+        deadline = time.time() + self._defer
         waiter: Deferred[bool] = Deferred()
         self._waiters[token] = waiter
         machine = self._machine(origin)
-        self._carry_out(origin, machine, machine.request(token, time.time(), self._defer))
+        actions = machine.request(token, time.time(), self._defer, deadline=deadline)
+        self._carry_out(origin, machine, actions)
         while True:
             self._timers.schedule(("poll", token), WAIT_POLL_INTERVAL, _fire, waiter, None)
             outcome = await maybe_deferred_to_future(waiter)
             self._timers.cancel(("poll", token))
             if outcome is True:
-                record = self.usable(origin) or machine.record
-                assert record is not None
-                self.accounting.count(origin, "released")
-                return record
+                record = self.usable(origin)
+                if record is not None:
+                    self.accounting.count(origin, "released")
+                    return record
+                # The copy that released it is no longer usable: wait for the next one.
+                waiter = self._waiters[token] = Deferred()
+                machine = self._machine(origin)
+                actions = machine.request(token, time.time(), self._defer, deadline=deadline)
+                self._carry_out(origin, machine, actions)
+                continue
             if outcome is False:
                 self.accounting.count(origin, "expired")
                 raise IgnoreRequest(self.expiry_reason(origin))
@@ -279,42 +303,43 @@ class OriginDriver:
                 if origin is None:  # not written by this package
                     continue
                 self._triggers.setdefault(origin, held.request)
+                # The store holds it already, now as ours.
+                self._held[held.token] = (origin, held)
+                self._stored.add(held.token)
                 machine = self._machine(origin)
-                wait = max(0.0, held.deadline - now)
-                self._carry_out(origin, machine, machine.request(held.token, now, wait))
+                actions = machine.request(held.token, now, self._defer, deadline=held.deadline)
+                self._carry_out(origin, machine, actions)
             if adopted:
                 self.stats.inc_value(ADOPTED_STAT, len(adopted))
                 logger.info("Took over %d requests held by stopped fleet processes", len(adopted))
         finally:
             self.start_orphan_sweep()
 
-    async def _take_for_release(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
-        """The requests a RELEASE sends on. In a fleet: every request held for the origin,
-        other processes' too, so that the process that got the answer releases them all
-        (the others' machines then find theirs gone)."""
-        if not self.shared:
-            return await self._take(origin, held)
+    async def _release_shared(self, origin: Origin, action: Action) -> None:
+        """Fleet: the store decides who releases a request (a peer that got the answer
+        first may have taken ours). This process, having the answer, takes every request
+        held for the origin, other processes' too, and sends on what the store gave it."""
         taken = await self.store.take_held(str(origin))
-        own = {entry.token for entry in held}
-        others = sum(1 for entry in taken if entry.token not in own)
+        for entry in action.held:  # ours that a peer took are the peer's now
+            self._held.pop(entry.token, None)
+            self._stored.discard(entry.token)
+        ours = set(action.tokens)
+        others = 0
+        for held in taken:
+            if self._held.pop(held.token, None) is None and held.token not in ours:
+                others += 1
+            self._stored.discard(held.token)
         if others:
             self.stats.inc_value(RELEASED_FOR_PEERS_STAT, others)
-        return taken
+        self._send_released(origin, taken, action.record)
 
-    def _leave_for_peers(self, held: tuple[Held, ...]) -> None:
-        """Fleet, at close: held requests stay in the store; the others adopt them."""
-        left = sum(1 for entry in held if entry.token not in self._waiters)
-        if left:
-            self.stats.inc_value(LEFT_STAT, left)
-
-    async def _hand_over_undelivered(self) -> None:
-        """Fleet, at close: requests already taken out of the store but not sent on go
-        back into it, for the others to adopt, instead of to their errback."""
-        for leftover in self._undelivered:
-            held = HeldRequest(next(self._tokens), leftover.deadline, leftover.request)
-            await self.store.hold(str(leftover.origin), held)
-            self.stats.inc_value(LEFT_STAT)
-        self._undelivered.clear()
+    async def _expire_shared(self, origin: Origin, action: Action) -> None:
+        """Fleet: only what the store still holds expires (a peer may have released it)."""
+        taken = await self.store.take_held(str(origin), list(action.tokens))
+        for entry in action.held:
+            self._held.pop(entry.token, None)
+            self._stored.discard(entry.token)
+        self._send_expired(origin, taken)
 
     async def _answered_meanwhile(self, origin: Origin, machine: OriginMachine) -> bool:
         """Fleet: whether another process stored the answer between our load and our
@@ -369,16 +394,19 @@ class OriginDriver:
 
         Requests whose wait expired meanwhile go to their errback here, with the reason.
         """
+        if self.shared:
+            await self._settle_store_calls()
         self._closed = True
         self._timers.cancel_all()
         now = time.time()
         for origin, machine in self.machines.items():
             for action in machine.close(now):
-                if action.effect is Effect.DROP and self.shared:
-                    self._leave_for_peers(action.held)
-                elif action.effect is Effect.DROP:
-                    for held in await self._take(origin, action.held):
-                        self._undelivered.append(Leftover(origin, held.request, held.deadline))
+                if action.effect is Effect.DROP:
+                    self._drop(origin, action)
+        for origin, held in list(self._held.values()):  # a machine was evicted: a bug
+            logger.error("Held request %s had no origin machine at close", held.request)
+            self._undelivered.append(Leftover(origin, held.request, held.deadline))
+        self._held.clear()
         for waiter in list(self._waiters.values()):
             _fire(waiter, None)
         self._waiters.clear()
@@ -393,10 +421,40 @@ class OriginDriver:
             self.accounting.count(origin, "expired")
             await call_errback(request, IgnoreRequest(reason))
         self._expired_late.clear()
-        if self.shared:
-            await self._hand_over_undelivered()
         leftovers, self._undelivered = self._undelivered, []
+        if self.shared:
+            leftovers = await self._leave_leftovers(leftovers)
         return leftovers
+
+    async def _settle_store_calls(self) -> None:
+        """Fleet, at close: let the queued store calls finish (a few seconds at most), so
+        that what is left in the store and what is left to this process do not overlap."""
+        for chain in list(self._chains.values()):
+            if chain.called:
+                continue
+            waited: Deferred[Any] = Deferred()
+            chain.addBoth(lambda result, waited=waited: _fire(waited, None) or result)
+            waited.addTimeout(CLOSE_STORE_TIMEOUT, _reactor())
+            try:
+                await maybe_deferred_to_future(waited)
+            except Exception:  # the store is down: what it has not confirmed stays ours
+                return
+
+    async def _leave_leftovers(self, leftovers: list[Leftover]) -> list[Leftover]:
+        """Fleet, at close: put the leftovers back into the store for the others; those
+        the store does not take within a few seconds (it is down) stay leftovers."""
+        kept = []
+        for leftover in leftovers:
+            held = HeldRequest(next(self._tokens), leftover.deadline, leftover.request)
+            stored = deferred_from_coro(self.store.hold(str(leftover.origin), held))
+            stored.addTimeout(CLOSE_STORE_TIMEOUT, _reactor())
+            try:
+                await maybe_deferred_to_future(stored)
+            except Exception:
+                kept.append(leftover)
+                continue
+            self.stats.inc_value(LEFT_STAT)
+        return kept
 
     # -- carrying out effects --------------------------------------------------------
 
@@ -411,20 +469,12 @@ class OriginDriver:
     def _defer(self) -> float:
         return self.settings.defer_timeout
 
-    async def _hold_in_store(
-        self, origin: Origin, machine: OriginMachine, held: HeldRequest
-    ) -> None:
-        await self.store.hold(str(origin), held)
-        now = time.time()
-        actions = machine.request(held.token, now, self._defer, deadline=held.deadline)
-        self._carry_out(origin, machine, actions)
-
     def _carry_out(self, origin: Origin, machine: OriginMachine, actions: list[Action]) -> None:
         for action in actions:
             effect = action.effect
             if effect is Effect.HOLD:
-                continue  # the request is in the store already
-            if effect is Effect.LOAD:
+                self._copy_to_store(origin, action.held)
+            elif effect is Effect.LOAD:
                 self._spawn(self._load(origin, machine))
             elif effect is Effect.ACQUIRE_LEASE:
                 self._spawn(self._acquire_lease(origin, machine))
@@ -440,11 +490,9 @@ class OriginDriver:
                     self._spawn(self.store.release_lease(str(origin), self._owner))
             elif effect is Effect.RELEASE:
                 self._triggers.pop(origin, None)  # answered: no fetch needs its proxy now
-                if action.held:
-                    self._spawn(self._release(origin, action))
+                self._release(origin, action)
             elif effect is Effect.EXPIRE:
-                if action.held:
-                    self._spawn(self._expire(origin, action))
+                self._expire(origin, action)
             elif effect is Effect.ARM_RETRY:
                 self._arm(origin, machine, Timer.RETRY, action.at)
             elif effect is Effect.ARM_LEASE_CHECK:
@@ -455,7 +503,7 @@ class OriginDriver:
                 for timer in Timer:
                     self._timers.cancel((origin, timer))
             elif effect is Effect.DROP:
-                self._spawn(self._drop(origin, action))
+                self._drop(origin, action)
 
     def _arm(self, origin: Origin, machine: OriginMachine, timer: Timer, at: float) -> None:
         if self._closing():
@@ -485,6 +533,9 @@ class OriginDriver:
         if granted and self.shared and await self._answered_meanwhile(origin, machine):
             return
         self._carry_out(origin, machine, machine.leased(granted, time.time()))
+        if granted and machine.state is State.FETCHING and origin not in self._fetching:
+            # Closing began: no fetch starts, so the lease goes back at once.
+            self._spawn(self.store.release_lease(str(origin), self._owner))
 
     @property
     def _lease_ttl(self) -> float:
@@ -499,14 +550,20 @@ class OriginDriver:
         assert action.record is not None
         key = str(origin)
         version = await self.store.save(key, action.record, action.version)
-        if version is not None:
+        if version is None:
+            # Someone else wrote first (or the store dropped the record): adopt a newer
+            # record, or write ours over an older one (or over none).
+            stored = await self.store.load(key)
+            if stored is not None and stored.record.fetched_at >= action.record.fetched_at:
+                now = time.time()
+                self._carry_out(
+                    origin, machine, machine.changed(stored.record, stored.version, now)
+                )
+                return
+            expected = None if stored is None else stored.version
+            version = await self.store.save(key, action.record, expected)
+        if version is not None and machine.record is action.record:
             machine.stored(version)
-            return
-        stored = await self.store.load(key)  # someone else wrote first: theirs is newer
-        if stored is not None:
-            self._carry_out(
-                origin, machine, machine.changed(stored.record, stored.version, time.time())
-            )
 
     async def _save_then_release_lease(
         self, origin: Origin, machine: OriginMachine, action: Action
@@ -529,7 +586,7 @@ class OriginDriver:
         self._spawn(self._fetch(origin, machine))
 
     async def _fetch(self, origin: Origin, machine: OriginMachine) -> None:
-        trigger = self._triggers.pop(origin, None)
+        trigger = self._triggers.get(origin)  # kept for retries; dropped on release
         try:
             result = await self._download(origin, trigger)
             result, rules = await self._read(origin, result, trigger)
@@ -632,22 +689,29 @@ class OriginDriver:
             result.error,
         )
 
-    async def _release(self, origin: Origin, action: Action) -> None:
-        taken = await self._take_for_release(origin, action.held)
+    def _release(self, origin: Origin, action: Action) -> None:
         self._wake(action.held, True)
+        if self.shared:
+            self._in_order(origin, self._release_shared(origin, action))
+        else:
+            self._send_released(origin, self._take(origin, action.held), action.record)
+
+    def _send_released(
+        self, origin: Origin, taken: list[HeldRequest], record: OriginRecord | None
+    ) -> None:
         if not taken:
             return
         if self._closing():
             # A closing engine drops new requests silently: close() returns them,
             # with the copy that decides them.
             self._undelivered.extend(
-                Leftover(origin, held.request, held.deadline, action.record) for held in taken
+                Leftover(origin, held.request, held.deadline, record) for held in taken
             )
             return
-        assert action.record is not None
         requests = [held.request for held in taken]
-        for request in requests:
-            self.released[request] = action.record
+        if record is not None:
+            for request in requests:
+                self.released[request] = record
         self._send(origin, requests, "released")
 
     def _send(self, origin: Origin, requests: list[Request], counter: str) -> None:
@@ -660,6 +724,14 @@ class OriginDriver:
         engine = self.crawler.engine
         assert engine is not None
         outbox, self._outbox = self._outbox, []
+        if self._closing():  # a closing engine would drop them silently: close() decides
+            for origin, request, counter in outbox:
+                if counter == "expired":
+                    self._expired_late.append((origin, request, request.meta[EXPIRED_META]))
+                else:
+                    record = self.released.pop(request, None)
+                    self._undelivered.append(Leftover(origin, request, time.time(), record))
+            return
         for origin, request, counter in outbox:
             self.accounting.count(origin, counter)
             try:
@@ -667,9 +739,14 @@ class OriginDriver:
             except Exception:  # e.g. a custom scheduler or dupefilter: the others still go
                 logger.exception("Scheduling the released request %s failed", request)
 
-    async def _expire(self, origin: Origin, action: Action) -> None:
-        taken = await self._take(origin, action.held)
+    def _expire(self, origin: Origin, action: Action) -> None:
         self._wake(action.held, False)
+        if self.shared:
+            self._in_order(origin, self._expire_shared(origin, action))
+        else:
+            self._send_expired(origin, self._take(origin, action.held))
+
+    def _send_expired(self, origin: Origin, taken: list[HeldRequest]) -> None:
         if not taken:
             return
         reason = self.expiry_reason(origin)
@@ -683,16 +760,68 @@ class OriginDriver:
             copies.append(copy)
         self._send(origin, copies, "expired")
 
-    async def _drop(self, origin: Origin, action: Action) -> None:
-        for held in await self._take(origin, action.held):
+    def _drop(self, origin: Origin, action: Action) -> None:
+        """The spider closed: held requests become leftovers. In a fleet, those the
+        store holds stay there, for the other processes to adopt."""
+        if self.shared:
+            left = [entry for entry in action.held if entry.token in self._stored]
+            for entry in left:
+                self._held.pop(entry.token, None)
+                self._stored.discard(entry.token)
+            if left:
+                self.stats.inc_value(LEFT_STAT, len(left))
+        for held in self._take(origin, action.held, forget_in_store=not self.shared):
             self._undelivered.append(Leftover(origin, held.request, held.deadline))
 
-    async def _take(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
-        """The held requests behind ``held`` (waiters excluded), taken out of the store."""
-        tokens = [entry.token for entry in held if entry.token not in self._waiters]
-        if not tokens:
-            return []
-        return await self.store.take_held(str(origin), tokens)
+    def _take(
+        self, origin: Origin, held: tuple[Held, ...], *, forget_in_store: bool = True
+    ) -> list[HeldRequest]:
+        """The held requests behind ``held`` (waiters excluded), at once; the store's
+        copies are taken out after, in order with the writes that made them."""
+        taken = []
+        for entry in held:
+            item = self._held.pop(entry.token, None)
+            if item is not None:
+                taken.append(item[1])
+        if taken and forget_in_store:
+            tokens = [held.token for held in taken]
+            self._in_order(origin, self._forget_in_store(origin, tokens))
+        return taken
+
+    def _copy_to_store(self, origin: Origin, held: tuple[Held, ...]) -> None:
+        for entry in held:
+            item = self._held.get(entry.token)
+            if item is not None and entry.token not in self._stored:
+                self._in_order(origin, self._store_hold(origin, item[1]))
+
+    async def _store_hold(self, origin: Origin, held: HeldRequest) -> None:
+        await self.store.hold(str(origin), held)
+        if held.token in self._held:
+            self._stored.add(held.token)
+
+    async def _forget_in_store(self, origin: Origin, tokens: list[Hashable]) -> None:
+        await self.store.take_held(str(origin), tokens)
+        self._stored.difference_update(tokens)
+
+    def _in_order(self, origin: Origin, coroutine: Any) -> None:
+        """Run a store call for ``origin`` after the ones queued before it (a take must
+        not overtake the write of what it takes)."""
+        previous = self._chains.get(origin)
+
+        async def after_previous() -> None:
+            if previous is not None and not previous.called:
+                await maybe_deferred_to_future(previous)
+            await coroutine
+
+        chain = self._spawn(after_previous())
+        self._chains[origin] = chain
+
+        def done(result: Any) -> Any:
+            if self._chains.get(origin) is chain:
+                del self._chains[origin]
+            return result
+
+        chain.addBoth(done)
 
     def _closing(self) -> bool:
         """Whether the spider is closing or closed: no fetch, retry or release starts."""
@@ -713,7 +842,7 @@ class OriginDriver:
 
     # -- plumbing ----------------------------------------------------------------------
 
-    def _spawn(self, coroutine: Any, *, busy: bool = True) -> None:
+    def _spawn(self, coroutine: Any, *, busy: bool = True) -> Deferred[Any]:
         """Run ``coroutine`` as a task of its own; log what it raises. ``busy`` tasks
         keep the spider open until they end."""
         deferred = deferred_from_coro(coroutine)
@@ -726,6 +855,7 @@ class OriginDriver:
         if busy:
             self._tasks += 1
             deferred.addBoth(self._task_done)
+        return deferred
 
     def _task_done(self, _: Any) -> None:
         self._tasks -= 1
@@ -751,6 +881,12 @@ class Leftover:
 
 def closing_reason(origin: Origin) -> str:
     return f"Spider closed before the robots.txt of {origin} was known"
+
+
+def _reactor() -> Any:
+    from twisted.internet import reactor
+
+    return reactor
 
 
 def _fire(waiter: Deferred[Any], value: Any) -> None:

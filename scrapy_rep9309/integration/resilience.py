@@ -89,7 +89,9 @@ class PatientStore:
         await self._patiently(lambda: self.inner.release_lease(key, owner), None)
 
     async def hold(self, key: str, held: HeldRequest) -> None:
-        await self._patiently(lambda: self.inner.hold(key, held), None)
+        # A store may keep a hold in the process while it is down (the Redis store
+        # does): its success says nothing about the outage being over.
+        await self._patiently(lambda: self.inner.hold(key, held), None, proves_up=False)
 
     async def take_held(
         self, key: str, tokens: Sequence[Hashable] | None = None
@@ -105,7 +107,9 @@ class PatientStore:
             return []
         return await self._patiently(adopt, [])
 
-    async def _patiently(self, call: Callable[[], Awaitable[_T]], closed: _T) -> _T:
+    async def _patiently(
+        self, call: Callable[[], Awaitable[_T]], closed: _T, *, proves_up: bool = True
+    ) -> _T:
         """``call()`` until it succeeds; ``closed`` once the spider closed."""
         attempt = 0
         while not self._closed:
@@ -118,7 +122,8 @@ class PatientStore:
                 await _sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
                 attempt += 1
                 continue
-            self._answered()
+            if proves_up:
+                self._answered()
             return result
         return closed
 

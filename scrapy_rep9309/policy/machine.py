@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
 from enum import Enum
+from itertools import pairwise
 
 from scrapy_rep9309.policy.fetchresult import FetchResult
 from scrapy_rep9309.policy.record import OriginRecord, RecordTiming, record_after_fetch
@@ -129,7 +130,10 @@ TRANSITIONS: dict[tuple[State, Event], tuple[State, tuple[Effect, ...]]] = {
     **{(state, Event.CHANGED_FRESH): (State.FRESH, _RELEASING) for state in _ADOPTING},
     **{(state, Event.CHANGED_STALE): (State.STALE, _RELEASING) for state in _ADOPTING},
     **{
-        (state, Event.CHANGED_UNUSABLE): (State.BACKOFF, (Effect.CANCEL_TIMERS, Effect.ARM_RETRY))
+        (state, Event.CHANGED_UNUSABLE): (
+            State.BACKOFF,
+            (Effect.CANCEL_TIMERS, Effect.ARM_RETRY, Effect.ARM_DEADLINE),
+        )
         for state in _ADOPTING
     },
     # Held requests can wait in every state that holds them.
@@ -138,6 +142,13 @@ TRANSITIONS: dict[tuple[State, Event], tuple[State, tuple[Effect, ...]]] = {
         (state, Event.CLOSE): (State.CLOSED, (Effect.CANCEL_TIMERS, Effect.DROP))
         for state in State
         if state is not State.CLOSED
+    },
+    # A lease granted after the machine moved on (a peer's record was adopted, the
+    # spider closed) is given back at once: the peers would wait out its time to live.
+    **{
+        (state, Event.LEASE_GRANTED): (state, (Effect.RELEASE_LEASE,))
+        for state in State
+        if state is not State.LEASING
     },
     # An answer after close is still stored (a resumed crawl or a peer may use it).
     (State.CLOSED, Event.ANSWER_FRESH): (State.CLOSED, (Effect.STORE, Effect.RELEASE_LEASE)),
@@ -172,7 +183,7 @@ IGNORED: frozenset[tuple[State, Event]] = frozenset(
             (state, event)
             for state in State
             if state is not State.LEASING
-            for event in (Event.LEASE_GRANTED, Event.LEASE_BUSY)
+            for event in (Event.LEASE_BUSY,)
         ),
         *(
             (state, event)
@@ -210,11 +221,15 @@ class Action:
     #: ARM_*: the Unix time the timer fires at.
     at: float = 0.0
 
+    @property
+    def tokens(self) -> tuple[Hashable, ...]:
+        return tuple(held.token for held in self.held)
+
 
 class OriginMachine:
     """The robots.txt state of one origin in this process, and the requests held for it."""
 
-    __slots__ = ("_timing", "held", "key", "record", "state", "version")
+    __slots__ = ("_out_of_order", "_timing", "held", "key", "record", "state", "version")
 
     def __init__(self, key: str, timing: RecordTiming) -> None:
         self.key = key
@@ -225,6 +240,9 @@ class OriginMachine:
         #: The store's version of ``record`` (None: not stored, or the store keeps none).
         self.version: int | None = None
         self.held: deque[Held] = deque()
+        #: Whether ``held`` is not in deadline order (a resumed request with an earlier
+        #: deadline came after others): expiry then looks at every entry.
+        self._out_of_order = False
 
     def __repr__(self) -> str:
         return f"<OriginMachine {self.key} {self.state.value}, {len(self.held)} held>"
@@ -259,10 +277,10 @@ class OriginMachine:
         held = Held(token, now + defer_timeout if deadline is None else deadline)
         if self.usable(now) is not None:
             return [*actions, Action(Effect.RELEASE, (held,), self.record)]
-        was_empty = not self.held
+        earliest = self._earliest_deadline() if self.held else None
         actions += self._step(Event.REQUEST, now, new_held=held)
-        if was_empty and self.held:
-            actions.append(Action(Effect.ARM_DEADLINE, at=self.held[0].deadline))
+        if self.held and (earliest is None or held.deadline < earliest):
+            actions.append(Action(Effect.ARM_DEADLINE, at=held.deadline))
         return actions
 
     def loaded(self, record: OriginRecord | None, version: int | None, now: float) -> list[Action]:
@@ -314,7 +332,7 @@ class OriginMachine:
             event = Event.DEADLINE
         actions += self._step(event, now)
         if event is Event.DEADLINE and self.held:
-            actions.append(Action(Effect.ARM_DEADLINE, at=min(held.deadline for held in self.held)))
+            actions.append(Action(Effect.ARM_DEADLINE, at=self._earliest_deadline()))
         return actions
 
     def close(self, now: float) -> list[Action]:
@@ -362,19 +380,26 @@ class OriginMachine:
                 f"{self.key}: no transition for {event.value} in {self.state.value}"
             )
         self.state, effects = row
-        return [self._action(effect, now, new_held, replaced) for effect in effects]
+        actions = [self._action(effect, now, new_held, replaced) for effect in effects]
+        return [action for action in actions if action is not None]
 
     def _action(
         self, effect: Effect, now: float, new_held: Held | None, replaced: int | None
-    ) -> Action:
+    ) -> Action | None:
+        """The effect with what it needs; None for an ARM_DEADLINE with nothing held."""
         if effect is Effect.HOLD:
             assert new_held is not None
+            if self.held and new_held.deadline < self.held[-1].deadline:
+                self._out_of_order = True
             self.held.append(new_held)
             return Action(effect, (new_held,))
         if effect is Effect.RELEASE or effect is Effect.DROP:
             held = tuple(self.held)
             self.held.clear()
+            self._out_of_order = False
             return Action(effect, held, self.record)
+        if effect is Effect.ARM_DEADLINE:
+            return Action(effect, at=self._earliest_deadline()) if self.held else None
         if effect is Effect.EXPIRE:
             return self._expire(now)
         if effect is Effect.STORE:
@@ -387,11 +412,28 @@ class OriginMachine:
         return Action(effect)
 
     def _expire(self, now: float) -> Action:
-        """Take out the requests whose deadline passed (the others keep their order)."""
-        expired = tuple(held for held in self.held if held.deadline <= now)
-        if expired:
-            self.held = deque(held for held in self.held if held.deadline > now)
-        return Action(Effect.EXPIRE, expired)
+        """Take out the requests whose deadline passed (the others keep their order).
+
+        Requests are held in deadline order, so the expired ones are at the front: a
+        backlog of a million costs one pop each, not a scan per timer.
+        """
+        held = self.held
+        if self._out_of_order:
+            expired = tuple(entry for entry in held if entry.deadline <= now)
+            self.held = deque(entry for entry in held if entry.deadline > now)
+            self._out_of_order = any(
+                earlier.deadline > later.deadline for earlier, later in pairwise(self.held)
+            )
+            return Action(Effect.EXPIRE, expired)
+        popped = []
+        while held and held[0].deadline <= now:
+            popped.append(held.popleft())
+        return Action(Effect.EXPIRE, tuple(popped))
+
+    def _earliest_deadline(self) -> float:
+        if self._out_of_order:
+            return min(entry.deadline for entry in self.held)
+        return self.held[0].deadline
 
 
 def _newer(

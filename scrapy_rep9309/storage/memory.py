@@ -9,8 +9,8 @@ serialised); leases never conflict, as nobody else shares this memory.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -36,7 +36,9 @@ class MemoryStore:
             capacity, self._evicted, keep=self._pinned
         )
         self._leases: dict[str, tuple[str, float]] = {}
-        self._held: dict[str, deque[HeldRequest]] = {}
+        #: Held requests per key, by token, with the order they were held in.
+        self._held: dict[str, dict[Hashable, tuple[int, HeldRequest]]] = {}
+        self._holds = itertools.count()
         self._versions = 0
 
     @classmethod
@@ -97,25 +99,21 @@ class MemoryStore:
     # -- held requests -------------------------------------------------------------------
 
     async def hold(self, key: str, held: HeldRequest) -> None:
-        self._held.setdefault(key, deque()).append(held)
+        self._held.setdefault(key, {})[held.token] = (next(self._holds), held)
 
     async def take_held(
         self, key: str, tokens: Sequence[Hashable] | None = None
     ) -> list[HeldRequest]:
-        queue = self._held.get(key)
-        if not queue:
+        held = self._held.get(key)
+        if not held:
             return []
         if tokens is None:
             del self._held[key]
-            return list(queue)
-        wanted = set(tokens)
-        taken = [held for held in queue if held.token in wanted]
-        kept = deque(held for held in queue if held.token not in wanted)
-        if kept:
-            self._held[key] = kept
-        else:
+            return [entry for _, entry in held.values()]
+        taken = sorted(held.pop(token) for token in tokens if token in held)
+        if not held:
             del self._held[key]
-        return taken
+        return [entry for _, entry in taken]
 
     async def held_keys(self) -> list[str]:
         return list(self._held)

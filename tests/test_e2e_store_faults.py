@@ -1,0 +1,166 @@
+"""A slow or failing store changes timing, never the two promises: every held request
+ends downloaded, forbidden or errback'd, once, and counted; nothing is fetched without
+a usable copy. The driver keeps every held request itself; the store holds a copy.
+
+Found by review: each scenario here lost a request (or fetched with a stale copy) when
+the driver waited for the store before it could release, expire or drop a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from scrapy import Request
+from scrapy.core.scheduler import Scheduler
+from scrapy.utils.defer import deferred_f_from_coro_f
+from twisted.internet import reactor
+from twisted.internet.task import deferLater
+
+from scrapy_rep9309.storage.base import HeldRequest
+from scrapy_rep9309.storage.memory import MemoryStore
+from tests.crawl import CrawlResult, run_crawl
+from tests.servers import Reply, ServerPool, rules
+
+PRIVATE = "User-agent: *\nDisallow: /private\n"
+
+
+def adds_up(result: CrawlResult) -> bool:
+    ends = ("released", "expired", "closed", "saved")
+    return result.stat("robotstxt/deferred") == sum(
+        result.stat(f"robotstxt/deferred/{end}") for end in ends
+    )
+
+
+class SlowHolds(MemoryStore):
+    """A network store: writing a held request takes 0.3 s."""
+
+    delay = 0.3
+
+    async def hold(self, key: str, held: HeldRequest) -> None:
+        await asyncio.sleep(self.delay)
+        await super().hold(key, held)
+
+
+class VerySlowHolds(SlowHolds):
+    delay = 1.0
+
+
+class SlowTakes(MemoryStore):
+    async def take_held(
+        self, key: str, tokens: Sequence[Hashable] | None = None
+    ) -> list[HeldRequest]:
+        await asyncio.sleep(1.0)
+        return await super().take_held(key, tokens)
+
+
+class OneFailedTake(MemoryStore):
+    """The store is unreachable for one call."""
+
+    failed = False
+
+    async def take_held(
+        self, key: str, tokens: Sequence[Hashable] | None = None
+    ) -> list[HeldRequest]:
+        if not type(self).failed:
+            type(self).failed = True
+            raise ConnectionError("the store is down for a moment")
+        return await super().take_held(key, tokens)
+
+
+class SlowClosingScheduler(Scheduler):
+    """A scheduler whose close() takes a while (e.g. flushing a large JOBDIR queue)."""
+
+    def close(self, reason: str) -> Any:
+        super().close(reason)
+        return deferLater(reactor, 0.3, lambda: None)
+
+
+def store(cls: type) -> str:
+    return f"{__name__}.{cls.__name__}"
+
+
+@deferred_f_from_coro_f
+async def test_an_origin_is_not_evicted_while_its_request_is_being_stored(
+    servers: ServerPool,
+) -> None:
+    failing = servers.add(Reply(503, "busy"))
+    answering = servers.add(rules(PRIVATE))
+
+    result = await run_crawl(
+        [failing.url("/a"), answering.url("/b")],
+        {
+            "REP9309_STORE": store(SlowHolds),
+            "REP9309_CACHE_SIZE": 1,
+            "REP9309_DEFER_TIMEOUT": 3,
+            "REP9309_RETRY_DELAY": 1,
+        },
+    )
+
+    assert result.urls == {answering.url("/b")}
+    assert failing.url("/a") in result.ignored_urls, "the held request reached its errback"
+    assert adds_up(result), result.robotstxt_stats()
+
+
+@deferred_f_from_coro_f
+async def test_a_store_write_still_running_at_close_loses_nothing(servers: ServerPool) -> None:
+    site = servers.add(rules(PRIVATE, delay=0.5))
+
+    result = await run_crawl(
+        [site.url("/a")], {"REP9309_STORE": store(VerySlowHolds), "CLOSESPIDER_TIMEOUT": 0.3}
+    )
+    await asyncio.sleep(1.2)  # the store finishes the write after the crawl
+
+    assert result.close_reason == "closespider_timeout"
+    assert result.failed_urls == {site.url("/a")}, "the held request reached its errback"
+    assert adds_up(result), result.robotstxt_stats()
+
+
+@deferred_f_from_coro_f
+async def test_a_release_while_the_store_is_slow_and_the_spider_closes_loses_nothing(
+    servers: ServerPool,
+) -> None:
+    site = servers.add(rules(PRIVATE, delay=0.8))
+
+    result = await run_crawl(
+        [site.url("/a")],
+        {
+            "REP9309_STORE": store(SlowTakes),
+            "CLOSESPIDER_TIMEOUT": 0.5,
+            "SCHEDULER": f"{__name__}.{SlowClosingScheduler.__name__}",
+        },
+    )
+    await asyncio.sleep(1.2)
+
+    assert result.close_reason == "closespider_timeout"
+    assert result.failed_urls == {site.url("/a")}
+    assert result.failure_for(site.url("/a")).message == (
+        f"Spider closed before {site.url('/a')} could be downloaded"
+    )
+    assert adds_up(result), result.robotstxt_stats()
+
+
+@deferred_f_from_coro_f
+async def test_a_store_blip_while_releasing_loses_nothing(servers: ServerPool) -> None:
+    OneFailedTake.failed = False
+    site = servers.add(rules(PRIVATE, delay=0.2))
+
+    result = await run_crawl(
+        site.urls(["/a", "/private/b"]), {"REP9309_STORE": store(OneFailedTake)}
+    )
+
+    assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/private/b")}
+    assert adds_up(result), result.robotstxt_stats()
+
+
+@deferred_f_from_coro_f
+async def test_a_retry_keeps_the_triggering_requests_user_agent(servers: ServerPool) -> None:
+    site = servers.add([Reply(503, "busy"), rules(PRIVATE)])
+    request = Request(site.url("/a"), headers={"User-Agent": "CustomBot/1.0"})
+
+    await run_crawl([request], {"REP9309_RETRY_DELAY": 0.3})
+
+    agents = [entry.headers.get("User-Agent") for entry in site.robots_fetches]
+    assert agents == ["CustomBot/1.0", "CustomBot/1.0"]
