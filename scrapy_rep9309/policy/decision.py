@@ -76,7 +76,9 @@ def usage_preferences(
     """
     if outcome != AVAILABLE or rules is None:
         return ()
-    stating = [agent for agent in (user_agent, *extra_user_agents) if rules.states_usage(agent)]
+    stating = [user_agent] if rules.states_usage(user_agent) else []
+    if extra_user_agents:
+        stating += [agent for agent in extra_user_agents if rules.states_usage(agent)]
     if not stating:
         return ()
     statements = []
