@@ -16,7 +16,7 @@ so deciding whether a URL may be crawled never pays for them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -35,6 +35,7 @@ ALLOW, DISALLOW = "y", "n"
 #: excludes generated summaries and ``train-ai`` is about changing a model's parameters.
 CONTENT_SIGNAL_LABELS = {"ai-train": "train-ai", "search": "search"}
 SIGNAL_YES, SIGNAL_NO = "yes", "no"
+_SIGNAL_VALUES = {SIGNAL_YES: ALLOW, SIGNAL_NO: DISALLOW}
 
 _BLANK = re.compile(rb"[ \t]")
 _SIGNAL_KEY = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -206,8 +207,7 @@ def signal_preferences(lines: Iterable[tuple[int, bytes]]) -> tuple[Preference, 
         for key, signal in signal_items(value):
             label = CONTENT_SIGNAL_LABELS.get(key)
             if label is not None:
-                value = ALLOW if signal == SIGNAL_YES else DISALLOW
-                stated.append(Preference(label, value, rule, line))
+                stated.append(Preference(label, _SIGNAL_VALUES[signal], rule, line))
     return combine_preferences(stated)
 
 
@@ -231,7 +231,7 @@ def combine_preferences(*statements: Iterable[Preference]) -> tuple[Preference, 
     return tuple(combined)
 
 
-def combine_statements(*statements: dict[str, str]) -> dict[str, str]:
+def combine_statements(*statements: Mapping[str, str]) -> dict[str, str]:
     """``{label: "y" | "n"}`` statements combined label by label, the most restrictive way."""
     combined = {}
     for label in VOCABULARY:

@@ -44,6 +44,7 @@ class Verdict:
 
     @property
     def fetched(self) -> bool:
+        """Whether a crawl downloads the URL (the exit status counts this)."""
         return self.allowed and self.refused is None
 
     def lines(self) -> list[str]:
