@@ -17,8 +17,9 @@ PACKAGE = REPO_ROOT / "scrapy_rep9309"
 
 _CODE = re.compile(r"`([^`]+)`")
 _PLACEHOLDER = re.compile(r"<([^>]+)>")
-#: What a ``<...>`` placeholder in a documented stat name stands for.
-_STATUS = r"[1-5]\d\d"
+#: What a ``<...>`` placeholder in a documented stat name stands for (by its name; any
+#: other placeholder is a class path).
+_PLACEHOLDERS = {"status": r"[1-5]\d\d", "label": r"[a-z][a-z0-9-]*", "value": r"[yn]"}
 _CLASS_PATH = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
 
 
@@ -53,7 +54,7 @@ def documented_stats() -> dict[str, re.Pattern[str]]:
     for name in first_column("Stats"):
         pieces = _PLACEHOLDER.split(name)
         regex = "".join(
-            re.escape(piece) if index % 2 == 0 else _STATUS if "status" in piece else _CLASS_PATH
+            re.escape(piece) if index % 2 == 0 else _PLACEHOLDERS.get(piece, _CLASS_PATH)
             for index, piece in enumerate(pieces)
         )
         patterns[name] = re.compile(regex)

@@ -124,8 +124,70 @@ def test_usage_preferences_signals_and_licenses_are_shown(tmp_path: Path) -> Non
     ]
     never = lines.index("disallowed  /never/test")
     assert lines[never + 3] == ""  # a URL that may not be crawled has no preferences
+    # The group's Content-Signal is a statement too: combined with the path's Content-Usage
+    # the most restrictive way, its ai-train=no wins over the /ai-ok/ rule's train-ai=y.
     ok = lines.index("allowed     /ai-ok/test")
-    assert lines[ok + 3] == "  usage     train-ai=y (Content-Usage: /ai-ok/ train-ai=y, line 7)"
+    assert lines[ok + 3 :] == [
+        "  usage     train-ai=n, search=y (Content-Signal: search=yes, ai-train=no, line 3)"
+    ]
+
+
+PURPOSE_ROBOTS = """\
+User-agent: *
+Disallow: /private/
+Content-Signal: search=yes
+
+User-agent: Google-Extended
+Disallow: /no-ai/
+Content-Signal: ai-train=no
+"""
+
+
+def test_extra_user_agents_must_be_allowed_too(tmp_path: Path) -> None:
+    path = tmp_path / "robots.txt"
+    path.write_text(PURPOSE_ROBOTS, encoding="utf-8")
+    urls = ("/no-ai/1", "/private/1", "/public/1")
+
+    alone = run(check(str(path), *urls))
+    extra = ("--extra-user-agent", "Google-Extended", "--extra-user-agent", "GPT2Bot")
+    with_extra = run(check(str(path), *urls, *extra))
+
+    assert alone.returncode == 1
+    assert verdict(alone.stdout, "/no-ai/1")[0] == "allowed     /no-ai/1"
+    assert with_extra.returncode == 1, with_extra.stderr
+    lines = with_extra.stdout.splitlines()
+    start = lines.index("user agent  Scrapy (product token: scrapy)")
+    assert lines[start : start + 6] == [
+        "user agent  Scrapy (product token: scrapy)",
+        "  signals   search=yes (Content-Signal of its group)",
+        "also obeys  Google-Extended (product token: google-extended)",
+        "  signals   ai-train=no (Content-Signal of its group)",
+        "also obeys  GPT2Bot (product token: gpt2bot)",
+        lines[start + 5],
+    ]
+    assert lines[start + 5].startswith("  warning   the product token 'GPT2Bot'")
+    no_ai = lines.index("disallowed  /no-ai/1")
+    assert lines[no_ai : no_ai + 4] == [
+        "disallowed  /no-ai/1",
+        "  rule      Disallow: /no-ai/ (line 6)",
+        "  group     User-agent: Google-Extended",
+        "  token     Google-Extended (its group forbids the URL)",
+    ]
+    private = lines.index("disallowed  /private/1")
+    assert lines[private + 3] == "  token     Scrapy (its group forbids the URL)"
+    public = lines.index("allowed     /public/1")
+    # Both groups' signals combine: the purpose token's ai-train=no applies too.
+    assert lines[public + 3 :] == [
+        "  usage     train-ai=n (Content-Signal: ai-train=no, line 7)",
+        "  usage     search=y (Content-Signal: search=yes, line 3)",
+    ]
+
+
+def test_an_empty_extra_user_agent_is_bad_input(robots_file: Path) -> None:
+    result = run(check(str(robots_file), "/a", "--extra-user-agent", " "))
+
+    assert result.returncode == 2
+    assert "--extra-user-agent must not be empty" in result.stderr
 
 
 def test_a_user_agent_no_group_can_name_gets_a_warning(robots_file: Path) -> None:

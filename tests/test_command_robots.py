@@ -205,3 +205,67 @@ def test_bad_arguments_exit_2(outside_project: Path, args: list[str], message: s
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert error_lines(result)[-1].endswith(f": error: {message}")
+
+
+USAGE_ROBOTS = """\
+License: https://shop.test/license.xml
+User-agent: *
+Content-Signal: search=yes
+Content-Usage: train-ai=n
+
+User-agent: Google-Extended
+Disallow: /no-ai/
+"""
+
+
+@deferred_f_from_coro_f
+async def test_usage_signals_licenses_and_the_crawls_extra_user_agents(
+    servers: ServerPool, outside_project: Path
+) -> None:
+    """The command decides as the crawl would: REP9309_EXTRA_USER_AGENTS and
+    REP9309_REQUIRE_USAGE apply, and it shows what check shows."""
+    site = servers.add(rules(USAGE_ROBOTS))
+    no_ai, page = site.url("/no-ai/1"), site.url("/page")
+    settings = (
+        "-s",
+        "REP9309_EXTRA_USER_AGENTS=Google-Extended",
+        "-s",
+        "REP9309_REQUIRE_USAGE=search",
+    )
+
+    result = await run_async(robots(no_ai, page, *settings), cwd=outside_project)
+
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[3] == "  license   https://shop.test/license.xml"
+    assert lines[4].startswith("user agent  Scrapy/")
+    assert lines[5:7] == [
+        "  signals   search=yes (Content-Signal of its group)",
+        "also obeys  Google-Extended (product token: google-extended)",
+    ]
+    at = lines.index(f"disallowed  {no_ai}")
+    assert lines[at + 1 : at + 4] == [
+        "  rule      Disallow: /no-ai/ (line 7)",
+        "  group     User-agent: Google-Extended",
+        "  token     Google-Extended (its group forbids the URL)",
+    ]
+    at = lines.index(f"allowed     {page}")
+    assert lines[at + 3 :] == [
+        "  usage     train-ai=n (Content-Usage: train-ai=n, line 4)",
+        "  usage     search=y (Content-Signal: search=yes, line 3)",
+    ]
+
+    refusing = await run_async(
+        robots(page, "-s", "REP9309_REQUIRE_USAGE=train-ai"), cwd=outside_project
+    )
+
+    assert refusing.returncode == 1, refusing.stderr
+    lines = refusing.stdout.splitlines()
+    assert lines[lines.index(f"refused     {page}") :] == [
+        f"refused     {page}",
+        "  rule      none matched (allowed by default)",
+        "  group     User-agent: *",
+        "  usage     train-ai=n (Content-Usage: train-ai=n, line 4)",
+        "  usage     search=y (Content-Signal: search=yes, line 3)",
+        "  refused   train-ai=n (REP9309_REQUIRE_USAGE)",
+    ]

@@ -9,9 +9,10 @@ from subprocess import CompletedProcess
 import pytest
 
 from tests._commands import SAMPLE_PROJECT, run, scrapy
+from tests._readme import section
 
 #: Every page of each demo site (sample_project/demo_project/localweb.py).
-ALL_PAGES = {"shop": 7, "blog": 4, "news": 5, "docs": 4, "outlet": 4}
+ALL_PAGES = {"shop": 7, "blog": 4, "news": 5, "docs": 4, "outlet": 4, "press": 4}
 DEMO_TIME_LIMIT = 60
 
 
@@ -46,6 +47,11 @@ def server_log(stdout: str) -> dict[str, str]:
     return {name: summary for name, summary in entries}
 
 
+def items_line(stdout: str) -> str:
+    (line,) = [line for line in stdout.splitlines() if line.startswith("Items: ")]
+    return line
+
+
 def pages_served(summary: str) -> int:
     match = re.search(r"(\d+) pages?$", summary)
     return int(match.group(1)) if match else 0
@@ -77,12 +83,42 @@ def test_demo_table_with_this_plugin(rep9309_run: CompletedProcess[str]) -> None
         "news": ("available (200)", "3", "2"),
         "docs": ("available (200)", "3", "1"),
         "outlet": ("available (200)", "3", "1"),
+        "press": ("available (200)", "4", "0"),
     }
     for site, row in rows.items():
         assert int(row["deferred"]) >= 1, site
         assert row["released"] == row["deferred"], site
         assert row["failed"] == "0", site
     assert_pages_match_servers(stdout)
+
+
+def test_usage_preferences_reach_the_table_and_the_item_pipeline(
+    rep9309_run: CompletedProcess[str],
+) -> None:
+    """press: train-ai=n but under /ai-ok/; search=y but where a page's header says n.
+    The pipeline drops the three pages refusing AI training (/, /wires/1, /wires/2)."""
+    stdout = rep9309_run.stdout
+    usage = {site: row["usage"] for site, row in table(stdout).items()}
+    assert usage == {**dict.fromkeys(ALL_PAGES, "none"), "press": "train-ai=n,y search=n,y"}
+    assert items_line(stdout).startswith("Items: 18 kept, 3 dropped by the item pipeline")
+    assert "1 stating usage preferences" in rep9309_run.stderr
+
+
+def test_required_usage_keeps_refused_pages_from_being_downloaded() -> None:
+    stdout = crawl_demo("REP9309_REQUIRE_USAGE=train-ai").stdout
+
+    press = table(stdout)["press"]
+    assert (press["pages"], press["failed"]) == ("0", "0")
+    assert press["usage"] == "train-ai=n search=y (1 refused)"
+    assert server_log(stdout)["press"] == "/robots.txt 200"
+
+
+def test_the_readme_shows_the_demo_pipeline() -> None:
+    """The pipeline README "Usage preferences" documents is the one the demo runs."""
+    source = (SAMPLE_PROJECT / "demo_project" / "pipelines.py").read_text(encoding="utf-8")
+    documented = section("Usage preferences")
+    start = source.index("class DropRefusedTraining")
+    assert source[start:].strip() in documented
 
 
 def test_503_origin_crawled_only_after_recovery(rep9309_run: CompletedProcess[str]) -> None:
@@ -104,6 +140,8 @@ def test_demo_with_scrapy_builtin_middleware() -> None:
     rows = table(stdout)
     assert list(rows) == list(ALL_PAGES)
     assert {row["deferred"] for row in rows.values()} == {"-"}
+    assert {row["usage"] for row in rows.values()} == {"-"}
+    assert items_line(stdout).startswith("Items: 19 kept, 0 dropped")
     assert rows["blog"]["robots.txt"] == "HTTP 404"
     assert_pages_match_servers(stdout)
 

@@ -234,3 +234,58 @@ def test_fetch_meta_conflict_is_refused_when_built_directly() -> None:
 def test_invalid_fetch_timeout_names_the_setting(value: Any) -> None:
     with pytest.raises(SettingsError, match="REP9309_FETCH_TIMEOUT"):
         _read(REP9309_FETCH_TIMEOUT=value)
+
+
+# -- REP9309_REQUIRE_USAGE, REP9309_EXTRA_USER_AGENTS ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "labels"),
+    [
+        (["train-ai"], ("train-ai",)),
+        ("train-ai", ("train-ai",)),
+        ("train-ai, search", ("train-ai", "search")),
+        (("Search", "train-ai", "search"), ("search", "train-ai")),
+        ("", ()),
+        ([], ()),
+    ],
+)
+def test_require_usage_as_a_list_or_command_line_text(value: Any, labels: tuple[str, ...]) -> None:
+    assert _read(REP9309_REQUIRE_USAGE=value).require_usage == labels
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("ai-train", "'ai-train' is a Content-Signal key: its label is 'train-ai'"),
+        (["train-ai", "ai-input"], "unknown label 'ai-input'; the vocabulary's labels are"),
+        ({"train-ai": True}, "expected a list of strings"),
+        ([1], "expected strings"),
+    ],
+)
+def test_invalid_require_usage_names_the_setting(value: Any, reason: str) -> None:
+    with pytest.raises(SettingsError, match="REP9309_REQUIRE_USAGE") as info:
+        _read(REP9309_REQUIRE_USAGE=value)
+    assert reason in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "agents"),
+    [
+        (["Google-Extended"], ("Google-Extended",)),
+        ("Google-Extended,Applebot-Extended", ("Google-Extended", "Applebot-Extended")),
+        (" GPTBot , , GPTBot", ("GPTBot",)),
+        # Kept as given: a token no group can name is warned about at start-up.
+        (["MJ12bot"], ("MJ12bot",)),
+    ],
+)
+def test_extra_user_agents_as_a_list_or_command_line_text(
+    value: Any, agents: tuple[str, ...]
+) -> None:
+    assert _read(REP9309_EXTRA_USER_AGENTS=value).extra_user_agents == agents
+
+
+@pytest.mark.parametrize("value", [42, [b"Google-Extended"], {"Google-Extended": 1}])
+def test_invalid_extra_user_agents_names_the_setting(value: Any) -> None:
+    with pytest.raises(SettingsError, match="REP9309_EXTRA_USER_AGENTS"):
+        _read(REP9309_EXTRA_USER_AGENTS=value)

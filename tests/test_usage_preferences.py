@@ -16,7 +16,11 @@ from scrapy_rep9309 import RobotsTxt
 from scrapy_rep9309.rules.usage import (
     Preference,
     combine_content_signals,
+    combine_preferences,
+    combine_statements,
+    header_preferences,
     most_restrictive,
+    signal_preferences,
     split_rule_value,
     statement_preferences,
 )
@@ -324,6 +328,71 @@ def test_combine_content_signals() -> None:
         "ai-train": "no",
     }
     assert combine_content_signals([b"x", b"=", b"a=b", b"\xff=yes"]) == {}
+
+
+def test_signal_preferences_map_keys_onto_the_vocabulary() -> None:
+    """ai-train -> train-ai, search -> search, ai-input -> nothing; yes -> y, no -> n."""
+    lines = [(3, b"search=yes, ai-input=no, ai-train=yes"), (7, b"AI-Train=No")]
+    assert signal_preferences(lines) == (
+        Preference("train-ai", "n", "Content-Signal: AI-Train=No", 7),
+        Preference("search", "y", "Content-Signal: search=yes, ai-input=no, ai-train=yes", 3),
+    )
+    assert signal_preferences([(1, b"ai-input=no")]) == ()
+
+
+def test_signal_preferences_and_states_usage_through_the_api() -> None:
+    body = (
+        b"User-agent: *\nContent-Signal: ai-input=no\nDisallow: /x\n\n"
+        b"User-agent: mybot\nContent-Signal: search=no\n\n"
+        b"User-agent: usagebot\nContent-Usage: /a/ train-ai=n\n"
+    )
+    rules = RobotsTxt.parse(body)
+    assert rules.signal_preferences("MyBot/1.0") == (
+        Preference("search", "n", "Content-Signal: search=no", 6),
+    )
+    # ai-input alone states nothing the vocabulary can say.
+    assert (rules.states_usage("otherbot"), rules.signal_preferences("otherbot")) == (False, ())
+    assert rules.states_usage("MyBot") and rules.states_usage("usagebot")
+    assert not RobotsTxt.parse(b"User-agent: a\nDisallow: /\n").states_usage("b")
+    assert not RobotsTxt.parse(b"").states_usage("b")
+
+
+def test_combine_preferences_keeps_the_first_rule_of_the_winning_value() -> None:
+    usage = (Preference("train-ai", "y", "Content-Usage: train-ai=y", 4),)
+    signal = (
+        Preference("search", "y", "Content-Signal: search=yes, ai-train=no", 2),
+        Preference("train-ai", "n", "Content-Signal: search=yes, ai-train=no", 2),
+    )
+    again = (Preference("train-ai", "n", "Content-Usage: train-ai=n", 9),)
+    assert combine_preferences(usage, signal, again) == (
+        Preference("train-ai", "n", "Content-Signal: search=yes, ai-train=no", 2),
+        Preference("search", "y", "Content-Signal: search=yes, ai-train=no", 2),
+    )
+    assert combine_preferences() == combine_preferences((), ()) == ()
+
+
+def test_combine_statements() -> None:
+    assert combine_statements({"train-ai": "y"}, {"train-ai": "n", "search": "y"}) == {
+        "train-ai": "n",
+        "search": "y",
+    }
+    assert combine_statements({"search": "y"}, {}) == {"search": "y"}
+    assert combine_statements({}, {}) == {}
+
+
+@pytest.mark.parametrize(
+    ("field_lines", "stated"),
+    [
+        ([b"train-ai=n, search=y"], {"train-ai": "n", "search": "y"}),
+        ([b"train-ai=n", b"search=y"], {"train-ai": "n", "search": "y"}),
+        ([b"train-ai=n", b"train-ai=y"], {"train-ai": "y"}),  # one Dictionary: last key wins
+        ([b"Train-AI=n"], {}),
+        ([b"train-ai=n", b"bad("], {}),  # one invalid line spoils the field
+        ([], {}),
+    ],
+)
+def test_header_preferences(field_lines: list[bytes], stated: dict[str, str]) -> None:
+    assert header_preferences(field_lines) == stated
 
 
 # --- License (RSL 1.0) ------------------------------------------------------------------

@@ -113,6 +113,7 @@ class DemoSite:
 
     ``pages`` maps a path (with query) to its links; a link is ``/path`` on the
     same site or ``name:/path`` on another site. ``files`` are served as text.
+    ``headers`` adds response headers to some pages (a ``Content-Usage`` header).
     """
 
     name: str
@@ -120,6 +121,7 @@ class DemoSite:
     robots: RobotsBehaviour
     pages: dict[str, list[str]] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, dict[str, str]] = field(default_factory=dict)
     served: list[Served] = field(default_factory=list)
     port: int = 0
 
@@ -172,6 +174,8 @@ class _SiteResource(Resource):
             request.setHeader(b"Location", reply.location.encode("ascii"))
         content_type = b"text/html" if path in self.site.pages else b"text/plain"
         request.setHeader(b"Content-Type", content_type + b"; charset=utf-8")
+        for name, value in self.site.headers.get(path, {}).items():
+            request.setHeader(name.encode("ascii"), value.encode("ascii"))
         body = reply.body.encode("utf-8")
         if not reply.delay:
             return body
@@ -290,6 +294,16 @@ User-agent: *
 Disallow: /cart
 """
 
+PRESS_RULES = """\
+# The press agency lets crawlers in everywhere, but states what its content may be
+# used for: AI training only under /ai-ok/ (Content-Usage), search everywhere
+# (Content-Signal; ai-input has no label in the IETF vocabulary).
+User-agent: *
+Content-Signal: search=yes, ai-input=no
+Content-Usage: train-ai=n
+Content-Usage: /ai-ok/ train-ai=y
+"""
+
 BLOG_ERROR_PAGE = """\
 404 Not Found
 
@@ -323,6 +337,7 @@ def build_demo_web(
                         "news:/drafts/budget",
                         "docs:/",
                         "outlet:/",
+                        "press:/",
                     ],
                     "/products/1": ["/", "/products/2", "/private/orders"],
                     "/products/2": ["/", "/search?q=boots"],
@@ -376,6 +391,19 @@ def build_demo_web(
                     "/item/2": ["/"],
                     "/cart": ["/"],
                 },
+            ),
+            DemoSite(
+                name="press",
+                about="robots.txt states usage preferences (Content-Usage, Content-Signal)",
+                robots=Rules(PRESS_RULES),
+                pages={
+                    "/": ["/wires/1", "/wires/2", "/ai-ok/archive"],
+                    "/wires/1": ["/"],
+                    "/wires/2": ["/"],
+                    "/ai-ok/archive": ["/"],
+                },
+                # This page's own header refuses search too: combined with robots.txt.
+                headers={"/wires/2": {"Content-Usage": "search=n"}},
             ),
             DemoSite(
                 name="cdn",

@@ -29,6 +29,10 @@ ADDONS = {"scrapy_rep9309.Addon": 0}
 # `scrapy crawl demo -s DEMO_MIDDLEWARE=builtin`). Read by the demo spider only.
 DEMO_MIDDLEWARE = "rep9309"
 
+# Items of pages whose usage preferences refuse AI training (train-ai=n in
+# response.meta["rep9309_content_usage"]) are dropped: see pipelines.py.
+ITEM_PIPELINES = {"demo_project.pipelines.DropRefusedTraining": 300}
+
 # Product token to obey; default: taken from the User-Agent the request is sent
 # with (its header, else DEFAULT_REQUEST_HEADERS, else USER_AGENT).
 # ROBOTSTXT_USER_AGENT = None
@@ -58,6 +62,11 @@ REP9309_DEFER_TIMEOUT = 30
 # Honour Crawl-delay as a minimum download delay per origin, capped.
 # REP9309_CRAWL_DELAY = False
 # REP9309_CRAWL_DELAY_MAX = 60
+# Usage labels the crawl needs: pages whose robots.txt preference for one of
+# them is "n" are not downloaded (try -s REP9309_REQUIRE_USAGE=train-ai).
+# REP9309_REQUIRE_USAGE = []
+# Purpose tokens whose robots.txt groups must allow a page too.
+# REP9309_EXTRA_USER_AGENTS = []
 
 # Per-request robots.txt decisions are logged at DEBUG; INFO keeps the demo readable.
 LOG_LEVEL = "INFO"

@@ -12,7 +12,9 @@ class OriginRow:
     """What happened to one origin during the crawl (numbers as text; "-" = not observable).
 
     ``failed``: requests whose errback got anything but "Forbidden by robots.txt"
-    (e.g. held too long for an unreachable robots.txt): nothing goes uncounted.
+    or "Usage refused by robots.txt" (e.g. held too long for an unreachable
+    robots.txt): nothing goes uncounted. ``usage``: the usage preferences the
+    origin's pages had (``OriginReport.usage``).
     """
 
     site: str
@@ -23,6 +25,7 @@ class OriginRow:
     deferred: str
     released: str
     failed: str
+    usage: str
 
 
 HEADINGS = OriginRow(
@@ -34,6 +37,7 @@ HEADINGS = OriginRow(
     deferred="deferred",
     released="released",
     failed="failed",
+    usage="usage",
 )
 NUMERIC = {"pages", "forbidden", "deferred", "released", "failed"}
 

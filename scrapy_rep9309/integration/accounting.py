@@ -2,6 +2,7 @@
 
 One ``count()`` bumps the crawl stat and the same counter of the origin's report, so
 the two always agree (``deferred == released + expired + closed + saved`` in both).
+``content_usage()`` does the same for the usage preferences of downloaded responses.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING
 from scrapy_rep9309.policy.report import OriginReport
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy.statscollectors import StatsCollector
 
     from scrapy_rep9309.policy.origin import Origin
@@ -24,6 +27,7 @@ STATS = {
     "expired": "robotstxt/deferred/expired",
     "closed": "robotstxt/deferred/closed",
     "saved": "robotstxt/deferred/saved",
+    "usage_refused": "robotstxt/usage_refused",
 }
 
 
@@ -38,6 +42,13 @@ class Accounting:
         self.stats.inc_value(STATS[counter], amount)
         report = self.report(origin)
         setattr(report, counter, getattr(report, counter) + amount)
+
+    def content_usage(self, origin: Origin, preferences: Mapping[str, str]) -> None:
+        """Count a downloaded response's usage preferences, label by label, and note them
+        in its origin's report."""
+        for label, value in preferences.items():
+            self.stats.inc_value(f"robotstxt/content_usage/{label}/{value}")
+        self.report(origin).add_usage(preferences)
 
     def report(self, origin: Origin) -> OriginReport:
         report = self._reports.get(origin)

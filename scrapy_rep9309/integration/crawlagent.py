@@ -21,7 +21,19 @@ def crawl_user_agent(settings: BaseSettings, spider: Spider | None = None) -> st
     before UserAgentMiddleware (500), so the first wins. ``ROBOTSTXT_USER_AGENT``
     and a request's own header take precedence over all of these; callers apply them.
     """
+    return crawl_user_agent_source(settings, spider)[0]
+
+
+def crawl_user_agent_source(
+    settings: BaseSettings, spider: Spider | None = None
+) -> tuple[str, str]:
+    """:func:`crawl_user_agent` and where it comes from, for messages about it: a setting's
+    name (``DEFAULT_REQUEST_HEADERS``, ``USER_AGENT``) or the spider's attribute."""
     for name, value in (settings.getdict("DEFAULT_REQUEST_HEADERS") or {}).items():
         if str(name).lower() == "user-agent" and value:
-            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
-    return str(getattr(spider, "user_agent", None) or settings.get("USER_AGENT") or "")
+            header = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+            return header, "DEFAULT_REQUEST_HEADERS"
+    attribute = getattr(spider, "user_agent", None)
+    if attribute:
+        return str(attribute), "the spider's user_agent attribute"
+    return str(settings.get("USER_AGENT") or ""), "USER_AGENT"

@@ -6,13 +6,17 @@ so it never occupies the downloader while waiting); every request about to be
 downloaded is decided by the newest usable copy (``process_request``). What happens
 per origin (fetches, retries, releases) is the origin state machine's business
 (``policy/machine.py``), carried out by ``driver.py``. README "How it works".
+
+A request it lets through carries its URL's usage preferences (``rep9309_content_usage``),
+which ``process_response`` combines with the response's ``Content-Usage`` header.
+README "Usage preferences".
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
@@ -21,7 +25,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 
 from scrapy_rep9309.integration.accounting import Accounting
-from scrapy_rep9309.integration.crawlagent import crawl_user_agent
+from scrapy_rep9309.integration.crawlagent import crawl_user_agent_source
 from scrapy_rep9309.integration.crawldelay import raise_slot_delay
 from scrapy_rep9309.integration.driver import (
     EXPIRED_META,
@@ -35,17 +39,22 @@ from scrapy_rep9309.integration.requestcodec import RequestCodec
 from scrapy_rep9309.integration.resilience import PatientStore
 from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
 from scrapy_rep9309.integration.startup import log_parser_implementation
-from scrapy_rep9309.policy.decision import explain, is_allowed
+from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
 from scrapy_rep9309.policy.report import summary_line
+from scrapy_rep9309.rules.usage import combine_statements, header_preferences
+from scrapy_rep9309.rules.useragent import token_problem
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from typing_extensions import Self  # typing.Self requires Python 3.11
 
     from scrapy_rep9309.policy.record import OriginRecord
     from scrapy_rep9309.policy.report import OriginReport
+    from scrapy_rep9309.rules.robotstxt import Decision
+    from scrapy_rep9309.rules.usage import Preference
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +64,11 @@ SCHEDULED_META = "rep9309_scheduled"
 REQUEUED_META = "rep9309_requeued"
 #: Trips back to be held at most; then the request waits in ``process_request``.
 MAX_REQUEUES = 3
+#: On every request this middleware lets through, then on its response: the URL's usage
+#: preferences, ``{label: "y" | "n"}`` (README "Usage preferences").
+CONTENT_USAGE_META = "rep9309_content_usage"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
+USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
 _SCHEMES = ("http", "https")
 
 
@@ -94,7 +107,8 @@ class RobotsTxtMiddleware:
     # -- signals ---------------------------------------------------------------
 
     async def spider_opened(self, spider: Spider) -> None:
-        self._default_user_agent = crawl_user_agent(self.crawler.settings, spider)
+        self._default_user_agent, source = crawl_user_agent_source(self.crawler.settings, spider)
+        self._warn_about_user_agents(source)
         engine = self.crawler.engine
         if engine is not None:
             self._offsite = [
@@ -150,7 +164,8 @@ class RobotsTxtMiddleware:
 
     async def _forbidden_at_close(self, leftover: Leftover) -> bool:
         """Decide a request its robots.txt answered for while the spider was closing:
-        a forbidden one ends here (forbidden), an allowed one is left to save or close."""
+        a forbidden (or usage-refused) one ends here, an allowed one is left to save or
+        close."""
         assert leftover.record is not None
         try:
             self._decide(leftover.origin, leftover.record, leftover.request)
@@ -242,6 +257,21 @@ class RobotsTxtMiddleware:
                 len(state.held) - undecodable,
             )
 
+    def _warn_about_user_agents(self, source: str) -> None:
+        """One WARNING per user agent of the crawl that no robots.txt group can name
+        (RFC 9309 2.2.1), saying where it comes from: such a crawl silently obeys the
+        ``*`` groups only."""
+        agents = [(source, self._default_user_agent)]
+        if self.settings.user_agent:
+            agents = [("ROBOTSTXT_USER_AGENT", self.settings.user_agent)]
+        agents += [
+            ("REP9309_EXTRA_USER_AGENTS", agent) for agent in self.settings.extra_user_agents
+        ]
+        for setting, agent in agents:
+            problem = token_problem(agent)
+            if problem is not None:
+                logger.warning("scrapy-rep9309: %s: %s", setting, problem)
+
     def _changed_elsewhere(self, key: str) -> None:
         """A store shared with other processes says another one changed ``key``'s record."""
         self.driver.changed_elsewhere(key)
@@ -259,6 +289,7 @@ class RobotsTxtMiddleware:
         origin = _origin_key(request)
         if origin is None:
             self.stats.inc_value("robotstxt/invalid_origin")
+            request.meta.pop(CONTENT_USAGE_META, None)  # no decision, so no preferences
             return None
         record = self.driver.decisive(origin, request)
         if record is None and self.driver.shared:
@@ -270,6 +301,23 @@ class RobotsTxtMiddleware:
         self._decide(origin, record, request)
         return None
 
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
+        """Combine the robots.txt preferences ``_decide`` left on the request with the
+        response's ``Content-Usage`` header, the most restrictive way, and count them."""
+        robots = request.meta.get(CONTENT_USAGE_META)
+        if robots is None or _skipped(request):
+            return response
+        header = response.headers.getlist(b"Content-Usage")
+        preferences = combine_statements(robots, header_preferences(header)) if header else robots
+        if preferences:
+            request.meta[CONTENT_USAGE_META] = preferences
+            origin = _origin_key(request)
+            if origin is not None:
+                self.accounting.content_usage(origin, preferences)
+        return response
+
     def origin_reports(self) -> list[OriginReport]:
         """Per-origin outcome and counters so far, sorted by origin."""
         return self.accounting.reports()
@@ -277,23 +325,33 @@ class RobotsTxtMiddleware:
     # -- decisions --------------------------------------------------------------
 
     def _decide(self, origin: Origin, record: OriginRecord, request: Request) -> None:
+        """Let ``request`` through, with its usage preferences in its meta, or raise
+        IgnoreRequest: forbidden, or refused for a REP9309_REQUIRE_USAGE label."""
         rules = self.driver.rules(origin, record) if record.body else None
         user_agent = self._user_agent(request)
-        if not is_allowed(record.outcome, rules, request.url, user_agent):
+        extra = self.settings.extra_user_agents
+        if not is_allowed(record.outcome, rules, request.url, user_agent, extra):
             # The same decision again, with its reason: only forbidden requests pay for it.
-            decision = explain(record.outcome, rules, request.url, user_agent).decision
+            decision = explain(record.outcome, rules, request.url, user_agent, extra).decision
             self.accounting.count(origin, "forbidden")
             logger.debug(
-                "Forbidden by robots.txt: %(request)s (%(rule)s, line %(line)s of %(robots)s)",
+                "Forbidden by robots.txt: %(request)s "
+                "(%(rule)s, line %(line)s of %(robots)s%(for)s)",
                 {
                     "request": request,
                     "rule": None if decision is None else decision.rule,
                     "line": None if decision is None else decision.line,
                     "robots": origin.robots_url,
+                    "for": _forbidden_for(decision, extra),
                 },
                 extra={"spider": self.crawler.spider},
             )
             raise IgnoreRequest(FORBIDDEN_MESSAGE)
+        usage = usage_preferences(record.outcome, rules, request.url, user_agent, extra)
+        refusing = refused(usage, self.settings.require_usage) if usage else ()
+        if refusing:
+            self._refuse(origin, request, usage, refusing)
+        request.meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
         if self.settings.crawl_delay and rules is not None:
             delay = rules.crawl_delay(user_agent)
             engine = self.crawler.engine
@@ -301,6 +359,31 @@ class RobotsTxtMiddleware:
                 raise_slot_delay(
                     engine.downloader, request, min(delay, self.settings.crawl_delay_max)
                 )
+
+    def _refuse(
+        self,
+        origin: Origin,
+        request: Request,
+        usage: tuple[Preference, ...],
+        refusing: tuple[Preference, ...],
+    ) -> NoReturn:
+        """Refuse a request whose robots.txt preference refuses a required label."""
+        self.accounting.count(origin, "usage_refused")
+        self.accounting.report(origin).add_usage({p.label: p.value for p in usage})
+        stated = ", ".join(f"{p.label}={p.value}" for p in refusing)
+        reasons = "; ".join(f"{p.label}={p.value} by {p.rule}, line {p.line}" for p in refusing)
+        logger.debug(
+            "Usage refused by robots.txt: %(request)s (%(reasons)s of %(robots)s; "
+            "REP9309_REQUIRE_USAGE requires %(required)s)",
+            {
+                "request": request,
+                "reasons": reasons,
+                "robots": origin.robots_url,
+                "required": ", ".join(self.settings.require_usage),
+            },
+            extra={"spider": self.crawler.spider},
+        )
+        raise IgnoreRequest(f"{USAGE_REFUSED_MESSAGE}: {stated}")
 
     def _user_agent(self, request: Request) -> str:
         """ROBOTSTXT_USER_AGENT, else the request's own header, else the crawl's."""
@@ -332,6 +415,13 @@ def _skipped(request: Request) -> bool:
         return True
     scheme = request.url.split(":", 1)[0].lower()
     return scheme not in _SCHEMES
+
+
+def _forbidden_for(decision: Decision | None, extra_user_agents: tuple[str, ...]) -> str:
+    """Who forbade (``", for Google-Extended"``), when the crawl obeys several user agents."""
+    if not extra_user_agents or decision is None or decision.forbidden_for is None:
+        return ""
+    return f", for {decision.forbidden_for}"
 
 
 def _requeues(request: Request) -> int:

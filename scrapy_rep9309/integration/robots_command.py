@@ -25,7 +25,13 @@ from scrapy_rep9309.integration.crawlagent import crawl_user_agent
 from scrapy_rep9309.policy.origin import Origin
 from scrapy_rep9309.policy.record import AVAILABLE
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
-from scrapy_rep9309.tools.explain import describe_fetch, describe_user_agent, exit_status, judge
+from scrapy_rep9309.tools.explain import (
+    describe_fetch,
+    describe_licenses,
+    describe_user_agent,
+    exit_status,
+    judge,
+)
 
 if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
@@ -116,8 +122,10 @@ class Command(ScrapyCommand):
             "Fetch the robots.txt of each URL's origin through Scrapy's engine with the "
             "project's settings and scrapy-rep9309's rules (redirects, status handling, "
             "size limit), report the fetch outcome, and say for each URL whether it is "
-            "allowed, which rule decided and which group applied. Exit status: 0 when all "
-            "are allowed, 1 when any is disallowed, 2 on bad input or a failed fetch."
+            "allowed, which rule decided, which group applied and its usage preferences, "
+            "with REP9309_EXTRA_USER_AGENTS and REP9309_REQUIRE_USAGE applied as in a "
+            "crawl. Exit status: 0 when all would be downloaded, 1 when any is disallowed "
+            "or refused, 2 on bad input or a failed fetch."
         )
 
     def add_options(self, parser: ArgumentParser) -> None:
@@ -160,6 +168,8 @@ class Command(ScrapyCommand):
             or fetches.settings.user_agent
             or crawl_user_agent(fetches.crawler.settings, fetches.crawler.spider)
         )
+        extra = fetches.settings.extra_user_agents
+        required = fetches.settings.require_usage
         verdicts: list[Verdict] = []
         blocks: list[str] = []
         for origin, urls in origins.items():
@@ -174,9 +184,13 @@ class Command(ScrapyCommand):
                 if result.outcome == AVAILABLE
                 else None
             )
-            lines = [*describe_fetch(origin.robots_url, result), describe_user_agent(agent)]
+            lines = [
+                *describe_fetch(origin.robots_url, result),
+                *describe_licenses(rules),
+                describe_user_agent(agent, rules, extra),
+            ]
             for url in urls:
-                verdict = judge(url, agent, result.outcome, rules)
+                verdict = judge(url, agent, result.outcome, rules, extra, required)
                 verdicts.append(verdict)
                 lines += ["", *verdict.lines()]
             blocks.append("\n".join(lines))

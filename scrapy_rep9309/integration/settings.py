@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -22,6 +22,7 @@ from scrapy.utils.misc import load_object
 
 from scrapy_rep9309.integration.fetch import ROBOTS_REQUEST_META
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIZE
+from scrapy_rep9309.rules.usage import CONTENT_SIGNAL_LABELS, VOCABULARY
 from scrapy_rep9309.storage.memory import MemoryStore
 
 MIN_MAX_SIZE = DEFAULT_MAX_SIZE
@@ -55,6 +56,10 @@ class Rep9309Settings:
     fetch_meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     #: ``download_timeout`` of robots.txt requests; None leaves the crawl's own timeout.
     fetch_timeout: float | None = None
+    #: Vocabulary labels a request's robots.txt preference must not refuse (``n``).
+    require_usage: tuple[str, ...] = ()
+    #: User agents whose groups must allow a request too (purpose tokens).
+    extra_user_agents: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.retry_max_delay < self.retry_delay:
@@ -97,6 +102,8 @@ class Rep9309Settings:
             store=_read(settings, "REP9309_STORE", _store_class, defaults.store),
             fetch_meta=_read(settings, "REP9309_FETCH_META", _meta_dict, defaults.fetch_meta),
             fetch_timeout=_read(settings, "REP9309_FETCH_TIMEOUT", _positive, None),
+            require_usage=_read(settings, "REP9309_REQUIRE_USAGE", _labels, ()),
+            extra_user_agents=_read(settings, "REP9309_EXTRA_USER_AGENTS", _user_agents, ()),
         )
 
 
@@ -246,6 +253,46 @@ def _redis_prefix(value: Any) -> str:
     if not _PREFIX.fullmatch(value):
         raise ValueError("1 to 64 letters, digits, '_', '.', ':' or '-'")
     return value
+
+
+def _string_list(value: Any) -> list[str]:
+    """A list of strings, or one comma-separated string as given on the command line
+    (like ``Settings.getlist``); items are stripped, empty ones dropped."""
+    if isinstance(value, str):
+        items: Sequence[Any] = value.split(",")
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        raise TypeError(f"expected a list of strings, got {type(value).__name__}")
+    strings = []
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"expected strings, got {item!r}")
+        if item.strip():
+            strings.append(item.strip())
+    return strings
+
+
+def _labels(value: Any) -> tuple[str, ...]:
+    """Labels of the usage vocabulary (any case), each once."""
+    labels = [label.lower() for label in _string_list(value)]
+    for label in labels:
+        if label in VOCABULARY:
+            continue
+        hint = ""
+        if label in CONTENT_SIGNAL_LABELS:
+            mapped = CONTENT_SIGNAL_LABELS[label]
+            hint = f" ({label!r} is a Content-Signal key: its label is {mapped!r})"
+        raise ValueError(
+            f"unknown label {label!r}; the vocabulary's labels are {', '.join(VOCABULARY)}{hint}"
+        )
+    return tuple(dict.fromkeys(labels))
+
+
+def _user_agents(value: Any) -> tuple[str, ...]:
+    """Product tokens or User-Agent strings, each once (an invalid token is warned about
+    at start-up, not refused: it still selects the ``*`` group)."""
+    return tuple(dict.fromkeys(_string_list(value)))
 
 
 def _to_bool(value: Any) -> bool:

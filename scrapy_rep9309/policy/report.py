@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from scrapy_rep9309.policy.record import PENDING
+from scrapy_rep9309.rules.usage import ALLOW, DISALLOW, VOCABULARY
 
 # The stats shown in the spider-close summary line, in this order.
 SUMMARY_STATS = (
     "request_count",
     "forbidden",
+    "usage_refused",
     "unavailable",
     "unreachable",
     "deferred",
@@ -26,6 +28,8 @@ SUMMARY_STATS = (
     "evicted",
 )
 OUTCOME_ORDER = ("available", "unavailable", "unreachable", PENDING)
+#: Every ``label=value`` an origin's report can list, in the order it lists them.
+USAGE_ORDER = tuple(f"{label}={value}" for label in VOCABULARY for value in (DISALLOW, ALLOW))
 
 
 @dataclass
@@ -44,12 +48,28 @@ class OriginReport:
     expired: int = 0
     closed: int = 0  # still waiting when the spider closed: errback with IgnoreRequest
     saved: int = 0  # still waiting when the spider closed: saved under JOBDIR for the resume
+    usage_refused: int = 0  # allowed, but a REP9309_REQUIRE_USAGE label is refused: not sent
+    #: The usage preferences its requests had, as ``label=value`` (``USAGE_ORDER``): of
+    #: downloaded responses (robots.txt and ``Content-Usage`` header combined) and of
+    #: requests refused for them. Empty: the origin stated no preference.
+    usage: tuple[str, ...] = ()
+
+    def add_usage(self, preferences: Mapping[str, str]) -> None:
+        """Note the ``{label: value}`` preferences of one request or response."""
+        seen = {f"{label}={value}" for label, value in preferences.items()}
+        if not seen.issubset(self.usage):
+            self.usage = tuple(item for item in USAGE_ORDER if item in seen or item in self.usage)
 
 
 def summary_line(reports: Iterable[OriginReport], stats: Mapping[str, Any]) -> str:
-    """One line: origins by outcome, then the robotstxt/* counts."""
+    """One line: origins by outcome and how many state usage preferences, then the
+    robotstxt/* counts."""
+    reports = list(reports)
     outcomes = Counter(report.outcome for report in reports)
-    total = sum(outcomes.values())
     by_outcome = ", ".join(f"{outcomes[name]} {name}" for name in OUTCOME_ORDER)
+    stating = sum(1 for report in reports if report.usage)
     counts = ", ".join(f"{name} {stats.get(f'robotstxt/{name}', 0)}" for name in SUMMARY_STATS)
-    return f"robots.txt: {total} origins ({by_outcome}); {counts}"
+    return (
+        f"robots.txt: {len(reports)} origins ({by_outcome}), {stating} stating usage "
+        f"preferences; {counts}"
+    )

@@ -23,7 +23,12 @@ from scrapy_rep9309.rules.groups import records_of_kind
 from scrapy_rep9309.rules.matcher import ROBOTS_TXT_PATH, MatchKey
 from scrapy_rep9309.rules.parser import MIN_MAX_SIZE, prepare, split_lines, tokenize_lines
 from scrapy_rep9309.rules.urlnorm import normalised_path, utf8_octets
-from scrapy_rep9309.rules.usage import Preference, UsageRules, combine_content_signals
+from scrapy_rep9309.rules.usage import (
+    Preference,
+    UsageRules,
+    combine_content_signals,
+    signal_preferences,
+)
 from scrapy_rep9309.rules.useragent import (
     GLOBAL_TOKEN,
     crawler_token,
@@ -85,7 +90,7 @@ class _OnRequestRecords:
     def __init__(self) -> None:
         self.delays: list[tuple[bytes, list[bytes]]] = []
         self.usage_rules: dict[int, bytes] = {}
-        self.signals: list[bytes] = []
+        self.signals: list[tuple[int, bytes]] = []
         self._run: list[bytes] = []
         self._run_ended = False
 
@@ -102,7 +107,7 @@ class _OnRequestRecords:
         self.usage_rules[line_no] = value
 
     def content_signal(self, line_no: int, value: bytes) -> None:
-        self.signals.append(value)
+        self.signals.append((line_no, value))
 
     def _elsewhere(self, line_no: int, value: bytes) -> None:
         """Rules are compiled by the ``RuleSet``; sitemaps and licenses are file-wide."""
@@ -117,7 +122,7 @@ class _Extras:
     groups without the records it needs (a search of the lower-cased bytes).
     """
 
-    __slots__ = ("crawl_delay", "signals", "usage")
+    __slots__ = ("crawl_delay", "signal_usage", "signals", "states_usage", "usage")
 
     def __init__(self, selection: _Selection, body: bytes, groups: core.GroupIndexProtocol) -> None:
         token = selection.token
@@ -132,7 +137,10 @@ class _Extras:
             if b"content-" in lowered or (attribute_delays and b"crawl" in lowered):
                 tokenize_lines(split_lines(lines), records, first_line_no)
         self.usage = UsageRules(records.usage_rules)
-        self.signals = combine_content_signals(records.signals)
+        self.signals = combine_content_signals(value for _, value in records.signals)
+        self.signal_usage = signal_preferences(records.signals)
+        #: Whether any URL can have a usage preference (a per-request test).
+        self.states_usage = bool(self.usage) or bool(self.signal_usage)
         delays: Iterable[bytes] = selection.crawl_delays
         if attribute_delays:
             delays = [
@@ -359,6 +367,29 @@ class RobotsTxt:
         may be crawled has preferences) and for ``/robots.txt`` itself.
         """
         return self.explain(url, user_agent).preferences
+
+    def states_usage(self, user_agent: str) -> bool:
+        """Whether the groups that apply to ``user_agent`` state any usage preference.
+
+        False when they have no ``Content-Usage`` rule and no ``Content-Signal`` key
+        the vocabulary has a label for: then no URL has preferences, from either. Cached
+        per crawler, so a crawl asks it for every request of a file without such lines
+        and pays a dictionary look-up.
+        """
+        selection = self._selection(user_agent)
+        return selection is not None and selection.extras(self._body, self._groups).states_usage
+
+    def signal_preferences(self, user_agent: str) -> tuple[Preference, ...]:
+        """:meth:`content_signals` as preferences of the vocabulary, with their lines.
+
+        ``ai-train`` is ``train-ai`` and ``search`` is ``search`` (``yes`` -> ``y``,
+        ``no`` -> ``n``); other keys (``ai-input``) have no label. See
+        :data:`~scrapy_rep9309.rules.usage.CONTENT_SIGNAL_LABELS`.
+        """
+        selection = self._selection(user_agent)
+        if selection is None:
+            return ()
+        return selection.extras(self._body, self._groups).signal_usage
 
     def content_signals(self, user_agent: str) -> dict[str, str]:
         """Return the ``Content-Signal`` values of the group that applies: ``{key: "yes" | "no"}``.

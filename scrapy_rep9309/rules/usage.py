@@ -16,7 +16,7 @@ so deciding whether a URL may be crawled never pays for them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -35,6 +35,7 @@ ALLOW, DISALLOW = "y", "n"
 #: excludes generated summaries and ``train-ai`` is about changing a model's parameters.
 CONTENT_SIGNAL_LABELS = {"ai-train": "train-ai", "search": "search"}
 SIGNAL_YES, SIGNAL_NO = "yes", "no"
+_SIGNAL_VALUES = {SIGNAL_YES: ALLOW, SIGNAL_NO: DISALLOW}
 
 _BLANK = re.compile(rb"[ \t]")
 _SIGNAL_KEY = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -168,22 +169,84 @@ class UsageRules:
         return tuple(found)
 
 
-def combine_content_signals(values: Iterable[bytes]) -> dict[str, str]:
-    """Combine ``Content-Signal`` values into ``{key: "yes" | "no"}``, ``no`` winning.
+def signal_items(value: bytes) -> Iterator[tuple[str, str]]:
+    """The ``(key, "yes" | "no")`` items of one ``Content-Signal`` value, lower-cased.
 
     A value is a comma-separated list of ``key=value``; keys and values are compared
     case-insensitively (robots.txt keys are); items whose value is neither ``yes`` nor
     ``no``, or whose key is not a plain name, are ignored.
     """
+    for item in value.decode("ascii", "replace").split(","):
+        key, equals, signal = item.partition("=")
+        key, signal = key.strip().lower(), signal.strip().lower()
+        if equals and signal in (SIGNAL_YES, SIGNAL_NO) and _SIGNAL_KEY.fullmatch(key):
+            yield key, signal
+
+
+def combine_content_signals(values: Iterable[bytes]) -> dict[str, str]:
+    """Combine ``Content-Signal`` values into ``{key: "yes" | "no"}``, ``no`` winning."""
     signals: dict[str, str] = {}
     for value in values:
-        for item in value.decode("ascii", "replace").split(","):
-            key, equals, signal = item.partition("=")
-            key, signal = key.strip().lower(), signal.strip().lower()
-            if not equals or signal not in (SIGNAL_YES, SIGNAL_NO):
-                continue
-            if _SIGNAL_KEY.fullmatch(key) is None:
-                continue
+        for key, signal in signal_items(value):
             if signals.get(key) != SIGNAL_NO:
                 signals[key] = signal
     return signals
+
+
+def signal_preferences(lines: Iterable[tuple[int, bytes]]) -> tuple[Preference, ...]:
+    """``Content-Signal`` lines ``(line, value)`` as preferences of the vocabulary.
+
+    Keys are mapped by :data:`CONTENT_SIGNAL_LABELS` (others, such as ``ai-input``,
+    state nothing), ``yes`` to ``y`` and ``no`` to ``n``; several lines combine the
+    most restrictive way, like :func:`combine_content_signals`. Each preference names
+    the first line that gave its value, so a log line can point at it.
+    """
+    stated: list[Preference] = []
+    for line, value in lines:
+        rule = f"Content-Signal: {value.decode('utf-8', 'replace')}"
+        for key, signal in signal_items(value):
+            label = CONTENT_SIGNAL_LABELS.get(key)
+            if label is not None:
+                stated.append(Preference(label, _SIGNAL_VALUES[signal], rule, line))
+    return combine_preferences(stated)
+
+
+def combine_preferences(*statements: Iterable[Preference]) -> tuple[Preference, ...]:
+    """Preferences from several statements combined label by label, in vocabulary order.
+
+    draft-ietf-aipref-vocab 7.1 (:func:`most_restrictive`): any ``n`` wins, then any
+    ``y``. Each label keeps the first preference, in the order given, with the winning
+    value.
+    """
+    by_label: dict[str, list[Preference]] = {}
+    for statement in statements:
+        for preference in statement:
+            by_label.setdefault(preference.label, []).append(preference)
+    combined = []
+    for label in VOCABULARY:
+        candidates = by_label.get(label)
+        if candidates:
+            value = most_restrictive(preference.value for preference in candidates)
+            combined.append(next(p for p in candidates if p.value == value))
+    return tuple(combined)
+
+
+def combine_statements(*statements: Mapping[str, str]) -> dict[str, str]:
+    """``{label: "y" | "n"}`` statements combined label by label, the most restrictive way."""
+    combined = {}
+    for label in VOCABULARY:
+        value = most_restrictive(statement.get(label) for statement in statements)
+        if value is not None:
+            combined[label] = value
+    return combined
+
+
+def header_preferences(field_lines: Iterable[bytes]) -> dict[str, str]:
+    """The preferences of an HTTP response's ``Content-Usage`` field: ``{label: "y" | "n"}``.
+
+    draft-ietf-aipref-attach's response header field holds a statement of preference,
+    an RFC 9651 Dictionary read like a robots.txt rule's; several field lines make one
+    value, joined with commas (RFC 9651 4.2), so a key repeated in a later line wins,
+    as within one line.
+    """
+    return dict(statement_preferences(b", ".join(field_lines)))

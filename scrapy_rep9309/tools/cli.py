@@ -57,9 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="say whether URLs are allowed by a robots.txt, and which rule decided",
         description=(
             "Print, for each URL, allowed or disallowed, the deciding rule and its line, "
-            "the group that applied and the URL's usage preferences (Content-Usage), if "
-            "any. Exit status: 0 when all are allowed, 1 when any is disallowed, 2 on "
-            "bad input."
+            "the group that applied and the URL's usage preferences (Content-Usage and "
+            "Content-Signal), if any. Exit status: 0 when all are allowed, 1 when any is "
+            "disallowed, 2 on bad input."
         ),
     )
     check.add_argument(
@@ -82,6 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default: {DEFAULT_USER_AGENT!r}, the token of Scrapy's default USER_AGENT)",
     )
     check.add_argument(
+        "--extra-user-agent",
+        action="append",
+        default=[],
+        metavar="UA",
+        dest="extra_user_agents",
+        help="another user agent whose group must allow the URL too, such as a purpose "
+        "token (Google-Extended), as REP9309_EXTRA_USER_AGENTS does; repeatable",
+    )
+    check.add_argument(
         "--timeout",
         type=float,
         default=30.0,
@@ -94,13 +103,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return run_check(args.robots, args.urls, args.user_agent, args.timeout)
+        return run_check(
+            args.robots, args.urls, args.user_agent, args.timeout, args.extra_user_agents
+        )
     except BadInput as exc:
         print(f"python -m scrapy_rep9309 check: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 
-def run_check(robots: str, urls: list[str], user_agent: str, timeout: float) -> int:
+def run_check(
+    robots: str,
+    urls: list[str],
+    user_agent: str,
+    timeout: float,
+    extra_user_agents: Sequence[str] = (),
+) -> int:
     """Print the report for ``urls`` and return the exit status."""
     remote = urlsplit(robots).scheme in HTTP_SCHEMES
     if remote and Origin.from_url(robots) is None:
@@ -109,6 +126,8 @@ def run_check(robots: str, urls: list[str], user_agent: str, timeout: float) -> 
         _check_url(url, robots if remote else None)
     if not user_agent.strip():
         raise BadInput("--user-agent must not be empty")
+    if not all(extra.strip() for extra in extra_user_agents):
+        raise BadInput("--extra-user-agent must not be empty")
     if timeout <= 0:
         raise BadInput("--timeout must be greater than 0")
     if remote:
@@ -120,9 +139,11 @@ def run_check(robots: str, urls: list[str], user_agent: str, timeout: float) -> 
         header = describe_file(robots, len(body), len(body) > DEFAULT_MAX_SIZE)
         outcome = AVAILABLE
     rules = RobotsTxt.parse(body) if outcome == AVAILABLE else None
-    verdicts: list[Verdict] = [judge(url, user_agent, outcome, rules) for url in urls]
+    verdicts: list[Verdict] = [
+        judge(url, user_agent, outcome, rules, extra_user_agents) for url in urls
+    ]
     print("\n".join([*header, *describe_licenses(rules)]))
-    print(describe_user_agent(user_agent, rules))
+    print(describe_user_agent(user_agent, rules, extra_user_agents))
     for verdict in verdicts:
         print()
         print("\n".join(verdict.lines()))

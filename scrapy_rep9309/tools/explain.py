@@ -7,6 +7,7 @@ of Scrapy imports: ``check`` must start fast.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scrapy_rep9309.policy.decision import explain
@@ -33,22 +34,40 @@ class Verdict:
     allowed: bool
     rule: str
     group: str
-    #: The URL's usage preferences, one entry per ``Content-Usage`` rule that stated any:
-    #: ``train-ai=n (Content-Usage: train-ai=n, line 4)``.
+    #: The URL's usage preferences, one entry per rule (``Content-Usage`` or
+    #: ``Content-Signal``) that gave any: ``train-ai=n (Content-Usage: train-ai=n, line 4)``.
     usage: tuple[str, ...] = ()
+    #: With several user agents obeyed: the one whose group forbids the URL.
+    forbidden_for: str | None = None
+    #: The required labels its preferences refuse (``train-ai=n``): the crawl skips it.
+    refused: str | None = None
+
+    @property
+    def fetched(self) -> bool:
+        """Whether a crawl downloads the URL (the exit status counts this)."""
+        return self.allowed and self.refused is None
 
     def lines(self) -> list[str]:
-        return [
-            f"{'allowed' if self.allowed else 'disallowed':<11} {self.url}",
-            f"  rule      {self.rule}",
-            f"  group     {self.group}",
-            *(f"  usage     {entry}" for entry in self.usage),
-        ]
+        word = "refused" if self.refused else "allowed" if self.allowed else "disallowed"
+        lines = [f"{word:<11} {self.url}", f"  rule      {self.rule}", f"  group     {self.group}"]
+        if self.forbidden_for is not None:
+            lines.append(f"  token     {self.forbidden_for} (its group forbids the URL)")
+        lines += [f"  usage     {entry}" for entry in self.usage]
+        if self.refused is not None:
+            lines.append(f"  refused   {self.refused} (REP9309_REQUIRE_USAGE)")
+        return lines
 
 
-def judge(url: str, user_agent: str, outcome: str, rules: RobotsTxt | None) -> Verdict:
+def judge(
+    url: str,
+    user_agent: str,
+    outcome: str,
+    rules: RobotsTxt | None,
+    extra_user_agents: Sequence[str] = (),
+    required: Sequence[str] = (),
+) -> Verdict:
     """Decide ``url`` with the middleware's own decision, and say why in words."""
-    verdict = explain(outcome, rules, url, user_agent)
+    verdict = explain(outcome, rules, url, user_agent, extra_user_agents, required)
     decision = verdict.decision
     if decision is None:
         if verdict.allowed:
@@ -64,7 +83,10 @@ def judge(url: str, user_agent: str, outcome: str, rules: RobotsTxt | None) -> V
         group = "User-agent: " + ", ".join(decision.user_agents)
     else:
         group = "none (no group names this user agent, and there is no '*' group)"
-    return Verdict(url, decision.allowed, rule, group, describe_usage(decision.usage))
+    forbidden_for = decision.forbidden_for if extra_user_agents and not verdict.allowed else None
+    refused = ", ".join(f"{p.label}={p.value}" for p in verdict.refused) or None
+    usage = describe_usage(verdict.usage)
+    return Verdict(url, decision.allowed, rule, group, usage, forbidden_for, refused)
 
 
 def describe_usage(preferences: tuple[Preference, ...]) -> tuple[str, ...]:
@@ -110,23 +132,30 @@ def describe_licenses(rules: RobotsTxt | None) -> list[str]:
     return [] if rules is None else [f"  license   {license}" for license in rules.licenses]
 
 
-def describe_user_agent(user_agent: str, rules: RobotsTxt | None = None) -> str:
+def describe_user_agent(
+    user_agent: str, rules: RobotsTxt | None = None, extra_user_agents: Sequence[str] = ()
+) -> str:
     """The user agent and its product token; a warning when no group can ever name it;
-    with ``rules``, the ``Content-Signal`` values of the group that applies to it."""
-    lines = [f"user agent  {user_agent} (product token: {crawler_token(user_agent)})"]
-    problem = token_problem(user_agent)
-    if problem is not None:
-        lines.append(f"  warning   {problem}")
-    signals = {} if rules is None else rules.content_signals(user_agent)
-    if signals:
-        stated = ", ".join(f"{key}={value}" for key, value in signals.items())
-        lines.append(f"  signals   {stated} (Content-Signal of its group)")
+    with ``rules``, the ``Content-Signal`` values of the group that applies to it. The
+    same for each extra user agent obeyed (``also obeys``)."""
+    lines: list[str] = []
+    for heading, agent in [("user agent", user_agent)] + [
+        ("also obeys", extra) for extra in extra_user_agents
+    ]:
+        lines.append(f"{heading}  {agent} (product token: {crawler_token(agent)})")
+        problem = token_problem(agent)
+        if problem is not None:
+            lines.append(f"  warning   {problem}")
+        signals = {} if rules is None else rules.content_signals(agent)
+        if signals:
+            stated = ", ".join(f"{key}={value}" for key, value in signals.items())
+            lines.append(f"  signals   {stated} (Content-Signal of its group)")
     return "\n".join(lines)
 
 
 def exit_status(verdicts: list[Verdict]) -> int:
-    """0 when every URL is allowed, 1 when any is disallowed."""
-    return 0 if all(verdict.allowed for verdict in verdicts) else 1
+    """0 when every URL would be fetched, 1 when any is disallowed (or refused)."""
+    return 0 if all(verdict.fetched for verdict in verdicts) else 1
 
 
 def _without_repeats(urls: list[str]) -> list[str]:

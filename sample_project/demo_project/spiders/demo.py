@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
+USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
+CONTENT_USAGE_META = "rep9309_content_usage"
 
 
 class DemoSpider(Spider):
@@ -42,6 +44,8 @@ class DemoSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> DemoSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         crawler.signals.connect(spider.response_received, signal=signals.response_received)
+        crawler.signals.connect(spider.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(spider.item_dropped, signal=signals.item_dropped)
         # Fixed ports (DEMO_PORT_BASE) make a paused crawl (JOBDIR) find the same origins
         # when it resumes; DEMO_SLOW_DELAY leaves time to press Ctrl-C while it waits.
         spider.web = build_demo_web(
@@ -56,7 +60,9 @@ class DemoSpider(Spider):
         self.pages: Counter[str] = Counter()
         self.forbidden: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
+        self.usage_refused: Counter[str] = Counter()
         self.robots_statuses: dict[str, list[int]] = {}
+        self.items: Counter[str] = Counter()
 
     async def start(self) -> AsyncIterator[Any]:
         self.web.start()
@@ -66,14 +72,22 @@ class DemoSpider(Spider):
 
     def parse(self, response: Response) -> Any:
         self.pages[self._origin(response.url)] += 1
+        # One item per page, with the page's usage preferences (robots.txt and the
+        # Content-Usage header combined; absent with another robots.txt middleware):
+        # the item pipeline (pipelines.py) drops those refusing AI training.
+        yield {"url": response.url, "content_usage": response.meta.get(CONTENT_USAGE_META)}
         for href in response.css("a::attr(href)").getall():
             yield response.follow(href, callback=self.parse, errback=self.refused)
 
     def refused(self, failure: Failure) -> None:
-        """Count requests that never became pages: forbidden by robots.txt, or failed."""
+        """Count requests that never became pages: forbidden by robots.txt, refused for
+        a REP9309_REQUIRE_USAGE label, or failed."""
         url = failure.request.url  # type: ignore[attr-defined]
-        if failure.check(IgnoreRequest) and FORBIDDEN_MESSAGE in str(failure.value):
+        message = str(failure.value)
+        if failure.check(IgnoreRequest) and FORBIDDEN_MESSAGE in message:
             self.forbidden[self._origin(url)] += 1
+        elif failure.check(IgnoreRequest) and message.startswith(USAGE_REFUSED_MESSAGE):
+            self.usage_refused[self._origin(url)] += 1
         else:
             self.failed[self._origin(url)] += 1
             self.logger.warning("%s: %s", url, failure.getErrorMessage())
@@ -83,6 +97,12 @@ class DemoSpider(Spider):
         first_url = request.meta.get("redirect_urls", [request.url])[0]
         if first_url.endswith("/robots.txt"):
             self.robots_statuses.setdefault(self._origin(first_url), []).append(response.status)
+
+    def item_scraped(self, item: Any, **kwargs: Any) -> None:
+        self.items["kept"] += 1
+
+    def item_dropped(self, item: Any, **kwargs: Any) -> None:
+        self.items["dropped"] += 1
 
     async def closed(self, reason: str) -> None:
         print(self.summary())
@@ -98,6 +118,9 @@ class DemoSpider(Spider):
                 "",
                 render_table(rows),
                 "",
+                f"Items: {self.items['kept']} kept, {self.items['dropped']} dropped by the "
+                "item pipeline (pages whose usage preferences say train-ai=n)",
+                "",
                 "What each server saw, in order:",
                 render_server_log(self.web),
                 "",
@@ -111,9 +134,10 @@ class DemoSpider(Spider):
             robots = _describe_report(report)
             deferred = str(report.deferred) if report else "0"
             released = str(report.released) if report else "0"
+            usage = _describe_usage(report.usage if report else (), self.usage_refused[origin])
         else:
             robots = self._describe_observed(origin)
-            deferred = released = "-"
+            deferred = released = usage = "-"
         return OriginRow(
             site=name,
             origin=origin,
@@ -123,6 +147,7 @@ class DemoSpider(Spider):
             deferred=deferred,
             released=released,
             failed=str(self.failed[origin]),
+            usage=usage,
         )
 
     def _robots_handler(self) -> tuple[str, dict[str, Any] | None]:
@@ -147,6 +172,19 @@ class DemoSpider(Spider):
     def _origin(self, url: str) -> str:
         site = self.web.site_of(url)
         return self.web.origin(site.name) if site else url
+
+
+def _describe_usage(usage: tuple[str, ...], refused: int) -> str:
+    """An origin report's ``usage`` by label: ``("train-ai=n", "train-ai=y", "search=y")``
+    -> ``train-ai=n,y search=y``; ``none`` when the origin stated no preference."""
+    values: dict[str, list[str]] = {}
+    for preference in usage:
+        label, _, value = preference.partition("=")
+        values.setdefault(label, []).append(value)
+    described = " ".join(f"{label}={','.join(found)}" for label, found in values.items())
+    if refused:
+        described += f" ({refused} refused)"
+    return described or "none"
 
 
 def _describe_report(report: Any) -> str:
