@@ -20,8 +20,10 @@ that start asks for a decision; values whose first octets are not already normal
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from itertools import compress, groupby
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 from scrapy_rep9309.rules.urlnorm import (
     KEPT_AS_IS,
@@ -29,6 +31,9 @@ from scrapy_rep9309.rules.urlnorm import (
     normalise_octets,
     normalised_path,
 )
+
+if TYPE_CHECKING:
+    from scrapy_rep9309.rules.core import GroupIndexProtocol
 
 BUCKET_KEY_LENGTH = 4
 #: RFC 9309 2.3.1: the robots.txt itself is always allowed.
@@ -257,6 +262,21 @@ class RuleSet:
                 short.index_pages += pending.index_pages  # type: ignore[operator]
         if short.allows or short.disallows or short.index_pages:
             self._short = _Bucket(short, allows, disallows)
+
+    @classmethod
+    def from_groups(cls, groups: GroupIndexProtocol, indexes: Iterable[int]) -> RuleSet:
+        """The merged rules of the groups ``indexes`` of ``groups`` (a ``GroupIndex``)."""
+        allows: dict[int, bytes] = {}
+        disallows: dict[int, bytes] = {}
+        crawl_delays: dict[int, bytes] = {}
+        for index in indexes:
+            groups.collect(index, allows, disallows, crawl_delays)
+        return cls(allows, disallows)
+
+    def written(self, key: MatchKey) -> bytes:
+        """The value of the rule a match key of :meth:`decide` stands for, as written."""
+        _, allow, line = key
+        return (self._allows if allow else self._disallows)[-line]
 
     def decide(self, path: str) -> MatchKey | None:
         """Return the key of the best rule matching normalised ``path``; ``None`` if none does."""

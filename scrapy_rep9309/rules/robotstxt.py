@@ -11,8 +11,8 @@ Everything is cached per crawler.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from scrapy_rep9309.rules import core
 from scrapy_rep9309.rules.groups import records_of_kind
@@ -22,6 +22,15 @@ from scrapy_rep9309.rules.urlnorm import normalised_path, utf8_octets
 from scrapy_rep9309.rules.useragent import crawler_token, is_product_token
 
 _MAX_CACHED_USER_AGENTS = 64
+
+
+@lru_cache(maxsize=256)
+def _naming_token(user_agent: str) -> tuple[str, bytes | None]:
+    """The crawler token of ``user_agent``, and its octets for ``GroupIndex.naming`` when
+    it is a product token (only then can a group name it); cached, as it is asked once
+    per file parsed."""
+    token = crawler_token(user_agent)
+    return token, token.encode("ascii") if is_product_token(token) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,33 +55,43 @@ def _parse_delay(value: bytes) -> float | None:
 
 
 class _Selection:
-    """What applies to one crawler token: merged rules, group names and crawl-delay."""
+    """What applies to one crawler token: the merged rules of its groups, compiled.
 
-    __slots__ = ("_agents", "_allows", "_crawl_delays", "_disallows", "rules")
+    The rules are kept once, compiled; what only log lines and explanations need (the
+    groups' names, a rule as written) and the crawl-delay are read from the groups
+    when first asked.
+    """
+
+    __slots__ = ("_crawl_delays", "_groups", "_indexes", "rules")
 
     def __init__(
         self,
         groups: core.GroupIndexProtocol,
         indexes: list[int],
-        rule_set_class: Callable[[dict[int, bytes], dict[int, bytes]], core.RuleSetProtocol],
+        rule_set_class: core.RuleSetClass,
     ) -> None:
-        self._allows: dict[int, bytes] = {}
-        self._disallows: dict[int, bytes] = {}
-        crawl_delays: dict[int, bytes] = {}
-        for index in indexes:
-            groups.collect(index, self._allows, self._disallows, crawl_delays)
-        self._crawl_delays = list(crawl_delays.values())
-        self._agents = [agent for index in indexes for agent in groups.agents(index)]
-        self.rules = rule_set_class(self._allows, self._disallows)
+        self._groups = groups
+        self._indexes = indexes
+        self._crawl_delays: list[bytes] | None = None
+        self.rules = rule_set_class.from_groups(groups, indexes)
 
     @property
     def user_agents(self) -> tuple[str, ...]:
-        agents = (agent.decode("utf-8", "replace") for agent in self._agents)
+        agents = (
+            agent.decode("utf-8", "replace")
+            for index in self._indexes
+            for agent in self._groups.agents(index)
+        )
         return tuple(dict.fromkeys(agents))
 
     @property
     def crawl_delay(self) -> float | None:
         """The first valid ``Crawl-delay`` of the groups, in file order."""
+        if self._crawl_delays is None:
+            crawl_delays: dict[int, bytes] = {}
+            for index in self._indexes:
+                self._groups.collect(index, {}, {}, crawl_delays)
+            self._crawl_delays = list(crawl_delays.values())
         for value in self._crawl_delays:
             delay = _parse_delay(value)
             if delay is not None:
@@ -81,9 +100,8 @@ class _Selection:
 
     def rule_text(self, key: MatchKey) -> str:
         """The rule a match key stands for, as written: ``Disallow: /private``."""
-        _, allow, line = key
-        value = (self._allows if allow else self._disallows)[-line]
-        return f"{'Allow' if allow else 'Disallow'}: {value.decode('utf-8', 'replace')}"
+        value = self.rules.written(key)
+        return f"{'Allow' if key[1] else 'Disallow'}: {value.decode('utf-8', 'replace')}"
 
 
 class RobotsTxt:
@@ -126,14 +144,11 @@ class RobotsTxt:
 
     def _select(self, user_agent: str) -> _Selection | None:
         """Find (and cache) the merged groups that apply to ``user_agent`` (RFC 9309 2.2.1)."""
-        token = crawler_token(user_agent)
-        try:
+        token, octets = _naming_token(user_agent)
+        if token in self._by_token:
             selection = self._by_token[token]
-        except KeyError:
-            octets = token.encode("ascii", "replace")
-            indexes = []
-            if is_product_token(token):
-                indexes = self._groups.naming(octets)
+        else:
+            indexes = [] if octets is None else self._groups.naming(octets)
             if not indexes:
                 indexes = self._groups.naming(b"*")
             selection = _Selection(self._groups, indexes, self._rule_set_class) if indexes else None
