@@ -186,8 +186,9 @@ PATTERN_PIECES = ["/", "a", "b", "ab", "aab", "aba", "*", "**", "$", "%", "%2", 
                   "\xff"]  # fmt: skip
 PATH_PIECES = ["/", "a", "b", "ab", "aaab", "abaab", "%2A", "%24", "%2F", "%25", "?", "=", "~",
                "index.html", "%C3%A9", "%FF"]  # fmt: skip
-URL_PIECES = ["/", "a", "b", "*", "$", "%", "%61", "é", " ", "#", "?", ";", "\\", "http://h",
-              "https://h", "//", "index.html"]  # fmt: skip
+URL_PIECES = ["/", "a", "b", "*", "$", "%", "%61", "%7e", "%2f", "%e9", "é", "\udc80", " ",
+              "#", "?", ";", ":", "\\", "http://h", "https://h", "HTTP://h", "//",
+              "index.html"]  # fmt: skip
 
 patterns = st.lists(st.sampled_from(PATTERN_PIECES), max_size=8).map(
     lambda pieces: "".join(pieces).encode("utf-8", "surrogatepass")

@@ -617,9 +617,19 @@ typedef struct {
     Py_ssize_t last_start;    /* after its last "*"; only meaningful with a "*" */
     Py_ssize_t source;        /* offset of the value as written in the body; -1 from dicts */
     Py_ssize_t source_length;
+    /* The octets of the pieces after the first, by bit (a normalised pattern is ASCII):
+     * a path lacking one of them cannot match, whatever the stars stand for. */
+    uint64_t needs[2];
     int anchored;
     int has_star;
 } Rule;
+
+/* The octets a path holds, by bit like Rule.needs: found once per decision, and only
+ * when a rule with a "*" is tried. */
+typedef struct {
+    uint64_t has[2];
+    int known;
+} PathOctets;
 
 /* A rule's place in a decision order: by bucket (the first BUCKET_KEY_LENGTH octets of
  * its pattern, big-endian), then best key first. The key is copied here so that a
@@ -699,14 +709,15 @@ reserve(char **block, Py_ssize_t *capacity, Py_ssize_t needed)
     return 0;
 }
 
-/* Normalise a pattern (urlnorm.normalise_octets, "*" kept) into out (3 * length room). */
+/* Normalise octets as urlnorm.normalise_octets does, into out (3 * length room): kept
+ * is URL_OCTET for a path, PATTERN_OCTET for a pattern (whose "*" stays). */
 static Py_ssize_t
-normalise_pattern(const unsigned char *data, Py_ssize_t length, char *out)
+normalise_octets(const unsigned char *data, Py_ssize_t length, char *out, unsigned char kept)
 {
     Py_ssize_t i = 0, written = 0;
     while (i < length) {
         unsigned char c = data[i];
-        if (KEPT_OCTETS[c] & PATTERN_OCTET) {
+        if (KEPT_OCTETS[c] & kept) {
             out[written++] = (char)c;
             i++;
             continue;
@@ -790,7 +801,8 @@ find_piece(const char *haystack, Py_ssize_t length, Py_ssize_t from, const char 
 
 /* Whether rule matches path from its first octet (matcher.WildcardRule.matches). */
 static int
-rule_matches(const RuleSetObject *self, const Rule *rule, const char *path, Py_ssize_t length)
+rule_matches(const RuleSetObject *self, const Rule *rule, const char *path, Py_ssize_t length,
+             PathOctets *octets)
 {
     const char *text = self->patterns + rule->text;
     const int32_t *failure;
@@ -800,6 +812,18 @@ rule_matches(const RuleSetObject *self, const Rule *rule, const char *path, Py_s
     }
     if (!rule->has_star) {
         return !rule->anchored || length == rule->first_length;
+    }
+    if (!octets->known) {
+        for (position = 0; position < length; position++) {
+            unsigned char c = (unsigned char)path[position];
+            if (c < 128) {
+                octets->has[c >> 6] |= (uint64_t)1 << (c & 63);
+            }
+        }
+        octets->known = 1;
+    }
+    if ((rule->needs[0] & ~octets->has[0]) | (rule->needs[1] & ~octets->has[1])) {
+        return 0;
     }
     last_length = rule->length - rule->last_start;
     if (rule->anchored &&
@@ -855,7 +879,7 @@ add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int
     }
     start = self->patterns_size;
     text = self->patterns + start;
-    written = normalise_pattern(value, length, text);
+    written = normalise_octets(value, length, text, PATTERN_OCTET);
     rule = &self->rules[self->rule_count++];
     rule->text = start;
     rule->length = written;
@@ -865,6 +889,7 @@ add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int
     rule->source_length = source_length;
     rule->first_length = written;
     rule->last_start = written;
+    rule->needs[0] = rule->needs[1] = 0;
     self->patterns_size = start + written;
     if (has_star) {
         int32_t *failure = (int32_t *)(self->patterns + align4(start + written));
@@ -872,6 +897,12 @@ add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int
         for (p = written; text[p - 1] != '*'; p--) {
         }
         rule->last_start = p;
+        for (p = rule->first_length + 1; p < written; p++) {
+            unsigned char c = (unsigned char)text[p];
+            if (c != '*') { /* c < 128: normalised */
+                rule->needs[c >> 6] |= (uint64_t)1 << (c & 63);
+            }
+        }
         /* Every piece after the first: between stars, and after the last one. */
         p = rule->first_length + 1;
         while (p <= written) {
@@ -1150,6 +1181,7 @@ static const Entry *
 rule_set_best(const RuleSetObject *self, const char *path, Py_ssize_t length)
 {
     const Entry *best = NULL;
+    PathOctets octets = {{0, 0}, 0};
     Py_ssize_t i;
     if (self->bucket_count > 0 && length >= BUCKET_KEY_LENGTH) {
         uint32_t bucket = bucket_of(path);
@@ -1164,7 +1196,7 @@ rule_set_best(const RuleSetObject *self, const char *path, Py_ssize_t length)
             }
         }
         for (i = low; i < self->bucket_count && self->buckets[i].bucket == bucket; i++) {
-            if (rule_matches(self, &self->rules[self->buckets[i].rule], path, length)) {
+            if (rule_matches(self, &self->rules[self->buckets[i].rule], path, length, &octets)) {
                 best = &self->buckets[i];
                 break;
             }
@@ -1175,7 +1207,7 @@ rule_set_best(const RuleSetObject *self, const char *path, Py_ssize_t length)
         if (best != NULL && entry->key <= best->key) {
             break;
         }
-        if (rule_matches(self, &self->rules[entry->rule], path, length)) {
+        if (rule_matches(self, &self->rules[entry->rule], path, length, &octets)) {
             best = entry;
             break;
         }
@@ -1279,12 +1311,26 @@ normalised_path(PyObject *url)
     return PyObject_CallOneArg(normalised_path_function, url);
 }
 
-/* The path and query of an ASCII "http[s]://host/path" URL that needs no normalisation
- * (urlnorm.clean_http_url): 1 and the span, or 0 for any other URL. */
+/* Where the path and query of url[0:length) are, for the shapes urlnorm.path_and_query
+ * reads alike whatever their octets are: "http[s]://host" followed by "/", "?", ";",
+ * "#" or nothing, and "/path" (not "//"). The path is url[*start:*end), after a "/" when
+ * *add_slash ("http://host?q" has the path "/?q", "http://host" has "/"). 0 for any
+ * other shape. */
 static int
-clean_http_path(const char *url, Py_ssize_t length, Py_ssize_t *start, Py_ssize_t *end)
+locate_path(const char *url, Py_ssize_t length, Py_ssize_t *start, Py_ssize_t *end,
+            int *add_slash)
 {
+    const char *fragment = memchr(url, '#', (size_t)length);
     Py_ssize_t p;
+    if (fragment != NULL) { /* RFC 3986: the first "#" starts the fragment, wherever */
+        length = fragment - url;
+    }
+    *end = length;
+    *add_slash = 0;
+    if (length >= 1 && url[0] == '/' && (length == 1 || url[1] != '/')) {
+        *start = 0;
+        return 1;
+    }
     if (length >= 8 && memcmp(url, "https://", 8) == 0) {
         p = 8;
     }
@@ -1294,20 +1340,11 @@ clean_http_path(const char *url, Py_ssize_t length, Py_ssize_t *start, Py_ssize_
     else {
         return 0;
     }
-    while (p < length && url[p] != '/' && url[p] != '?' && url[p] != ';' && url[p] != '#') {
+    while (p < length && url[p] != '/' && url[p] != '?' && url[p] != ';') {
         p++;
-    }
-    if (p == length || url[p] != '/') {
-        return 0;
     }
     *start = p;
-    while (p < length && url[p] != '#' && (KEPT_OCTETS[(unsigned char)url[p]] & URL_OCTET)) {
-        p++;
-    }
-    if (p < length && url[p] != '#') {
-        return 0;
-    }
-    *end = p;
+    *add_slash = p == length || url[p] != '/';
     return 1;
 }
 
@@ -1317,31 +1354,70 @@ is_robots_txt(const char *path, Py_ssize_t length)
     return length == 11 && memcmp(path, "/robots.txt", 11) == 0;
 }
 
+/* Room for the normalised path of most URLs without a PyMem block. */
+#define PATH_ROOM 512
+
 static PyObject *
 rule_set_allowed(RuleSetObject *self, PyObject *url)
 {
     const char *octets;
-    Py_ssize_t length, start, end;
+    char room[PATH_ROOM], *buffer = NULL;
+    Py_ssize_t length, start, end, p;
+    int add_slash;
     const Entry *best;
-    PyObject *path = NULL;
+    PyObject *owner = NULL; /* what octets points into, when not url itself */
 
     if (!PyUnicode_Check(url)) {
         PyErr_SetString(PyExc_TypeError, "allowed() takes a str URL");
         return NULL;
     }
-    octets = NULL;
+    if (self->rule_count == 0) { /* nothing can match: no need to read the URL */
+        Py_RETURN_TRUE;
+    }
     if (PyUnicode_IS_ASCII(url)) {
         octets = (const char *)PyUnicode_DATA(url);
         length = PyUnicode_GET_LENGTH(url);
     }
-    if (octets == NULL || !clean_http_path(octets, length, &start, &end)) {
-        path = normalised_path(url);
-        if (path == NULL) {
+    else {
+        /* The UTF-8 octets (a lone surrogate fails: urlnorm knows what to do with it).
+         * Multi-octet sequences hold no ASCII octet, so the path is found as in the text. */
+        owner = PyUnicode_AsUTF8String(url);
+        if (owner == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                return NULL;
+            }
+            PyErr_Clear();
+        }
+        octets = owner != NULL ? PyBytes_AS_STRING(owner) : NULL;
+        length = owner != NULL ? PyBytes_GET_SIZE(owner) : 0;
+    }
+    if (octets != NULL && locate_path(octets, length, &start, &end, &add_slash)) {
+        for (p = start; p < end && (KEPT_OCTETS[(unsigned char)octets[p]] & URL_OCTET); p++) {
+        }
+        if (p < end || add_slash) { /* normalise it (urlnorm.normalise_text) */
+            Py_ssize_t room_needed = 3 * (end - start) + 1;
+            buffer = room_needed <= PATH_ROOM ? room : PyMem_Malloc((size_t)room_needed);
+            if (buffer == NULL) {
+                Py_XDECREF(owner);
+                return PyErr_NoMemory();
+            }
+            buffer[0] = '/';
+            length = add_slash + normalise_octets((const unsigned char *)octets + start,
+                                                  end - start, buffer + add_slash, URL_OCTET);
+            octets = buffer;
+            start = 0;
+            end = length;
+        }
+    }
+    else {
+        Py_XDECREF(owner);
+        owner = normalised_path(url);
+        if (owner == NULL) {
             return NULL;
         }
-        octets = PyUnicode_AsUTF8AndSize(path, &length);
+        octets = PyUnicode_AsUTF8AndSize(owner, &length);
         if (octets == NULL) {
-            Py_DECREF(path);
+            Py_DECREF(owner);
             return NULL;
         }
         start = 0;
@@ -1351,7 +1427,10 @@ rule_set_allowed(RuleSetObject *self, PyObject *url)
     best = is_robots_txt(octets + start, end - start)
                ? NULL
                : rule_set_best(self, octets + start, end - start);
-    Py_XDECREF(path);
+    if (buffer != room) {
+        PyMem_Free(buffer);
+    }
+    Py_XDECREF(owner);
     if (best == NULL || (best->key >> LINE_BITS) & 1) {
         Py_RETURN_TRUE;
     }

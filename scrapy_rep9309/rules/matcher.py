@@ -293,6 +293,8 @@ class RuleSet:
 
     def allowed(self, url: str) -> bool:
         """Whether ``url`` (absolute, or a path) may be fetched: ``/robots.txt`` always may."""
+        if not self.screen:  # no rule at all: no need to read the URL
+            return True
         clean = clean_http_url(url)
         path = clean.group(1) if clean is not None else normalised_path(url)
         # Most paths match no rule: answer those here, without a call (see ``screen``).
