@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from itertools import compress, groupby
-from operator import itemgetter
+from itertools import compress, groupby, repeat
+from operator import attrgetter, contains, itemgetter
 from typing import TYPE_CHECKING
 
 from scrapy_rep9309.rules.urlnorm import (
@@ -44,6 +44,9 @@ MatchKey = tuple[int, bool, int]
 _NOT_KEPT_AS_IS = re.compile(f"[^{KEPT_AS_IS}]".encode("ascii"))
 _NOT_KEPT_EXCEPT_STAR = re.compile(f"[^*{KEPT_AS_IS}]".encode("ascii"))
 _NOT_KEPT_OR_NEWLINE = re.compile(f"[^\\n{KEPT_AS_IS}]".encode("ascii"))
+_KEY = attrgetter("key")
+_FIRST_PIECE = attrgetter("first")
+_NEEDLE = attrgetter("needle")
 _FIRST_OCTETS = itemgetter(slice(0, BUCKET_KEY_LENGTH))
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
@@ -53,31 +56,27 @@ _KEPT_OCTETS = bytes(octet for octet in range(128) if not _NOT_KEPT_AS_IS.match(
 class WildcardRule:
     """A pattern with ``*`` or a final ``$`` (or one that normalises to a plain prefix)."""
 
-    __slots__ = ("anchored", "first", "key", "last", "middle")
+    __slots__ = ("anchored", "first", "key", "last", "middle", "needle")
 
-    def __init__(self, allow: bool, line: int, pattern: bytes) -> None:
-        self.anchored = pattern.endswith(b"$")
-        if self.anchored:
-            pattern = pattern[:-1]
-        if _NOT_KEPT_EXCEPT_STAR.search(pattern) is None:
-            text = pattern.decode("ascii")
-        else:
-            text = "*".join([normalise_octets(piece) for piece in pattern.split(b"*")])
-        pieces = text.split("*")
+    def __init__(self, allow: bool, line: int, pattern: bytes | str) -> None:
+        """``pattern`` as written (bytes), or already normalised (text, ``*`` and a final
+        ``$`` as written: the compilation of a bucket normalises many at once)."""
+        if isinstance(pattern, bytes):
+            pattern = _normalised_pattern(pattern)
+        self.anchored = anchored = pattern.endswith("$")
+        pieces = (pattern[:-1] if anchored else pattern).split("*")
         self.first = pieces[0]
         self.middle = tuple(pieces[1:-1])
         self.last: str | None = pieces[-1] if len(pieces) > 1 else None
+        #: The longest literal piece: a path this rule matches must contain it.
+        self.needle = max(pieces, key=len)
         #: RFC 9309: the most specific match has the most octets; like Google's library,
-        #: a pattern's ``*`` and ``$`` count too (``text`` keeps the ``*``).
-        self.key: MatchKey = (len(text) + self.anchored, allow, -line)
+        #: a pattern's ``*`` and ``$`` count too.
+        self.key: MatchKey = (len(pattern), allow, -line)
 
     @property
     def is_plain_prefix(self) -> bool:
         return self.last is None and not self.anchored
-
-    def needle(self) -> str:
-        """The longest literal piece: a path this rule matches must contain it."""
-        return max((self.first, *self.middle, self.last or ""), key=len)
 
     def matches(self, path: str) -> bool:
         """Return whether this pattern matches ``path`` (already normalised) from its start."""
@@ -97,6 +96,27 @@ class WildcardRule:
         if self.anchored:
             return len(path) - len(last) >= position
         return path.find(last, position) >= 0
+
+
+def _normalised_pattern(value: bytes) -> str:
+    """``value`` normalised (:func:`~.urlnorm.normalise_octets`) but its ``*`` and final ``$``."""
+    anchored = value.endswith(b"$")
+    if anchored:
+        value = value[:-1]
+    if _NOT_KEPT_EXCEPT_STAR.search(value) is None:
+        text = value.decode("ascii")
+    else:
+        text = "*".join([normalise_octets(piece) for piece in value.split(b"*")])
+    return text + "$" if anchored else text
+
+
+def _only_wildcards_unkept(blob: bytes, unkept: bytes) -> bool:
+    """Whether the values of ``blob`` (joined by newlines) are all normalised already but
+    for their ``*`` and a final ``$``; ``unkept`` is what of ``blob`` is not kept as is."""
+    wildcards = unkept.count(b"*") + unkept.count(b"$")
+    return len(unkept) == unkept.count(b"\n") + wildcards and blob.count(b"$") == (
+        blob.count(b"$\n") + blob.endswith(b"$")
+    )
 
 
 def index_html_directory(value: bytes) -> bytes | None:
@@ -145,19 +165,32 @@ class _Bucket:
         # Disallows first so that an allow with the same prefix replaces it (allow wins a
         # tie); lines reversed so that the earliest of identical rules is kept.
         for sign, lines, table in ((-1, pending.disallows, disallows), (1, pending.allows, allows)):
+            if not lines:
+                continue
             lines = lines[::-1]
             values = list(map(table.__getitem__, lines))
             if b"" in values:  # RFC 9309: an empty value matches nothing
                 lines = [line for line, value in zip(lines, values, strict=True) if value]
                 values = list(filter(None, values))
-            if not values:
-                continue
+                if not values:
+                    continue
             blob = b"\n".join(values)
             if sign > 0 and pending.index_pages is None and b"/index.htm" in blob:
                 index_pages = [line for line in lines if b"/index.htm" in table[line]]
-            if _NOT_KEPT_OR_NEWLINE.search(blob) is None:  # all plain and normalised
+            # Newlines, wildcards and whatever needs normalising: usually just newlines.
+            unkept = blob.translate(None, _KEPT_OCTETS)
+            if unkept.count(b"\n") == len(unkept):  # all plain and normalised
                 prefixes = blob.decode("ascii").split("\n")
                 self.plain.update(zip(prefixes, map(sign.__mul__, lines), strict=True))
+                continue
+            if _only_wildcards_unkept(blob, unkept):
+                # Normalised but for "*" and final "$" (the usual wildcards): decoded at
+                # once; the earliest line of identical values is kept, as below.
+                texts = blob.decode("ascii").split("\n")
+                signed = dict(zip(texts, map(sign.__mul__, lines), strict=True))
+                for text in [text for text in signed if "*" in text or "$" in text]:
+                    wild.append(WildcardRule(sign > 0, sign * signed.pop(text), text))
+                self.plain.update(signed)
                 continue
             for line, value in zip(lines, values, strict=True):
                 if _NOT_KEPT_AS_IS.search(value) is None:
@@ -172,14 +205,18 @@ class _Bucket:
             directory = index_html_directory(allows[line])
             if directory is not None:
                 wild.append(WildcardRule(True, line, directory))
-        wild.sort(key=lambda rule: rule.key, reverse=True)
         self.plain_firsts = tuple(self.plain)
+        self.lengths = tuple(sorted(set(map(len, self.plain_firsts)), reverse=True))
         #: A path that starts with none of these matches no rule of the bucket.
-        self.screen = self.plain_firsts + tuple(rule.first for rule in wild)
-        self.lengths = tuple(sorted({len(first) for first in self.plain}, reverse=True))
-        self.wild = tuple(wild)
+        self.screen = self.plain_firsts
+        self.wild: tuple[WildcardRule, ...] = ()
         #: For each rule of ``wild``, a piece any path it matches contains.
-        self.needles = tuple(rule.needle() for rule in wild)
+        self.needles: tuple[str, ...] = ()
+        if wild:
+            wild.sort(key=_KEY, reverse=True)
+            self.screen += tuple(map(_FIRST_PIECE, wild))
+            self.wild = tuple(wild)
+            self.needles = tuple(map(_NEEDLE, wild))
 
     def best(self, path: str, best: MatchKey | None) -> MatchKey | None:
         """Return the best of ``best`` and this bucket's rules matching ``path``."""
@@ -196,7 +233,7 @@ class _Bucket:
         if not self.wild:
             return best
         # Only rules whose longest piece occurs in the path, picked at C speed, in order.
-        for rule in compress(self.wild, map(path.__contains__, self.needles)):
+        for rule in compress(self.wild, map(contains, repeat(path), self.needles)):
             if best is not None and rule.key <= best:
                 break
             if rule.matches(path):
@@ -300,5 +337,8 @@ class RuleSet:
         # Most paths match no rule: answer those here, without a call (see ``screen``).
         if not path.startswith(self.screen) or path == ROBOTS_TXT_PATH:
             return True
-        match = self.decide(path)
+        if self._buckets:
+            match = self.decide(path)
+        else:  # one bucket holds every rule (a small set): ask it directly
+            match = self._short.best(path, None)  # type: ignore[union-attr]
         return match is None or match[1]
