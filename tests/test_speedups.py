@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rep9309.rules import core
-from scrapy_rep9309.rules.parser import prepare
+from scrapy_rep9309.rules.parser import MAX_LINE_OCTETS, prepare
 from scrapy_rep9309.rules.urlnorm import normalised_path
 from scrapy_rep9309.rules.useragent import group_token
 
@@ -230,6 +230,21 @@ def test_rule_sets_from_groups_agree_on_generated_bodies(body: bytes, path_list:
         from_groups, _, reference = rule_sets(core.COMPILED, body, token)
         for path in sorted(paths_from_rules(*selected_rules(body, token)) | set(path_list)):
             assert_same_decision(from_groups, reference, path, token)
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r", b"\r\n"])
+def test_rules_as_written_are_read_again_from_their_lines(
+    compiled: core.Implementation, newline: bytes
+) -> None:
+    """The compiled set keeps where each rule's line starts and reads the value again: the
+    same value whatever ends the lines, after a comment, and cut like an overlong line."""
+    long_value = b"/" + b"x" * MAX_LINE_OCTETS
+    lines = [b"User-agent: *", b"Disallow: /a*b$ # why", b"Allow:\t/a/index.html  "]
+    body = newline.join([*lines, b"Disallow: " + long_value, b"Disallow /c"]) + newline
+    from_groups, _, reference = rule_sets(compiled, body, b"bot")
+    for path in ("/axb", "/a/", "/a/index.html", long_value.decode()[: MAX_LINE_OCTETS - 9], "/c"):
+        assert_same_decision(from_groups, reference, path, newline)
+        assert from_groups.decide(path) is not None, path
 
 
 def test_every_octet_is_normalised_alike_in_rules_and_urls(compiled: core.Implementation) -> None:

@@ -609,22 +609,29 @@ static PyTypeObject GroupIndexType = {
 #define LINE_BITS 39
 #define LINE_LIMIT ((((uint64_t)1) << LINE_BITS) - 1)
 
+/* One compiled rule. Parsed files are kept for hours, so what only rules with a "*"
+ * need is kept after their pattern (Stars), and the value as written is read again from
+ * its line when asked (written()). */
 typedef struct {
     uint64_t key;
     Py_ssize_t text;          /* offset of the normalised pattern (no final "$") in patterns */
     Py_ssize_t length;        /* of that pattern */
     Py_ssize_t first_length;  /* before its first "*"; == length when it has none */
-    Py_ssize_t last_start;    /* after its last "*"; only meaningful with a "*" */
-    Py_ssize_t source;        /* offset of the value as written in the body; -1 from dicts */
-    Py_ssize_t source_length;
+    Py_ssize_t line_start;    /* offset of its line in the body; -1 when read from dicts */
+    unsigned char anchored;
+    unsigned char has_star;
+} Rule;
+
+/* What a rule with a "*" also needs, in patterns after its text (8-aligned), followed by
+ * the KMP failure functions of its pieces, indexed like the text. */
+typedef struct {
     /* The octets of the pieces after the first, by bit (a normalised pattern is ASCII):
      * a path lacking one of them cannot match, whatever the stars stand for. */
     uint64_t needs[2];
-    int anchored;
-    int has_star;
-} Rule;
+    Py_ssize_t last_start; /* after the last "*" */
+} Stars;
 
-/* The octets a path holds, by bit like Rule.needs: found once per decision, and only
+/* The octets a path holds, by bit like Stars.needs: found once per decision, and only
  * when a rule with a "*" is tried. */
 typedef struct {
     uint64_t has[2];
@@ -644,8 +651,7 @@ typedef struct {
     PyObject_HEAD
     Rule *rules;             /* in reading order */
     Py_ssize_t rule_count;
-    char *patterns;          /* every rule's pattern, followed (4-aligned) by the KMP failure
-                                functions of its pieces when it has a "*": one block */
+    char *patterns;          /* every rule's pattern, and the Stars of those with a "*" */
     Py_ssize_t patterns_size;
     Entry *buckets;          /* rules whose first piece has BUCKET_KEY_LENGTH octets or more */
     Py_ssize_t bucket_count;
@@ -675,15 +681,21 @@ pack_key(Py_ssize_t octets, int allow, long long line)
 }
 
 static Py_ssize_t
-align4(Py_ssize_t offset)
+align8(Py_ssize_t offset)
 {
-    return (offset + 3) & ~(Py_ssize_t)3;
+    return (offset + 7) & ~(Py_ssize_t)7;
+}
+
+static const Stars *
+stars_of(const RuleSetObject *self, const Rule *rule)
+{
+    return (const Stars *)(self->patterns + align8(rule->text + rule->length));
 }
 
 static const int32_t *
-failure_of(const RuleSetObject *self, const Rule *rule)
+failure_of(const Stars *stars)
 {
-    return (const int32_t *)(self->patterns + align4(rule->text + rule->length));
+    return (const int32_t *)(stars + 1);
 }
 
 /* Make room for needed bytes in a PyMem block, at least doubling it. */
@@ -805,8 +817,9 @@ rule_matches(const RuleSetObject *self, const Rule *rule, const char *path, Py_s
              PathOctets *octets)
 {
     const char *text = self->patterns + rule->text;
+    const Stars *stars;
     const int32_t *failure;
-    Py_ssize_t position, piece_start, last_length;
+    Py_ssize_t position, piece_start, last_start, last_length;
     if (length < rule->first_length || memcmp(path, text, (size_t)rule->first_length)) {
         return 0;
     }
@@ -822,22 +835,23 @@ rule_matches(const RuleSetObject *self, const Rule *rule, const char *path, Py_s
         }
         octets->known = 1;
     }
-    if ((rule->needs[0] & ~octets->has[0]) | (rule->needs[1] & ~octets->has[1])) {
+    stars = stars_of(self, rule);
+    if ((stars->needs[0] & ~octets->has[0]) | (stars->needs[1] & ~octets->has[1])) {
         return 0;
     }
-    last_length = rule->length - rule->last_start;
+    last_start = stars->last_start;
+    last_length = rule->length - last_start;
     if (rule->anchored &&
         (length < last_length ||
-         memcmp(path + length - last_length, text + rule->last_start, (size_t)last_length))) {
+         memcmp(path + length - last_length, text + last_start, (size_t)last_length))) {
         return 0;
     }
     /* Indexed like text: the failure function of each piece sits under the piece. */
-    failure = failure_of(self, rule);
+    failure = failure_of(stars);
     position = rule->first_length;
     piece_start = rule->first_length + 1;
-    while (piece_start < rule->last_start) {
-        const char *star =
-            memchr(text + piece_start, '*', (size_t)(rule->last_start - piece_start));
+    while (piece_start < last_start) {
+        const char *star = memchr(text + piece_start, '*', (size_t)(last_start - piece_start));
         Py_ssize_t piece_end = star - text; /* never NULL: the last "*" ends it */
         Py_ssize_t found = find_piece(path, length, position, text + piece_start,
                                       piece_end - piece_start, failure + piece_start);
@@ -850,15 +864,15 @@ rule_matches(const RuleSetObject *self, const Rule *rule, const char *path, Py_s
     if (rule->anchored) {
         return length - last_length >= position;
     }
-    return find_piece(path, length, position, text + rule->last_start, last_length,
-                      failure + rule->last_start) >= 0;
+    return find_piece(path, length, position, text + last_start, last_length,
+                      failure + last_start) >= 0;
 }
 
 /* Compile one rule: the pattern value[0:length), whose final "$" (if any) is already cut
- * off and given as anchored; source and source_length locate the value as written. */
+ * off and given as anchored, read on the line at line_start of the body (or -1). */
 static int
 add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int anchored,
-            int allow, long long line, Py_ssize_t source, Py_ssize_t source_length)
+            int allow, long long line, Py_ssize_t line_start)
 {
     RuleSetObject *self = builder->set;
     Rule *rule;
@@ -870,9 +884,10 @@ add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int
         PyErr_NoMemory();
         return -1;
     }
-    /* Room for the text (3 octets per octet at worst), alignment and the failures. */
+    /* Room for the text (3 octets per octet at worst), alignment, Stars and failures. */
     if (reserve(&self->patterns, &builder->patterns_capacity,
-                self->patterns_size + 3 * length + 3 + (has_star ? 12 * length : 0)) < 0 ||
+                self->patterns_size + 3 * length +
+                    (has_star ? 7 + (Py_ssize_t)sizeof(Stars) + 12 * length : 0)) < 0 ||
         reserve((char **)&self->rules, &builder->rule_capacity,
                 (self->rule_count + 1) * (Py_ssize_t)sizeof(Rule)) < 0) {
         return -1;
@@ -883,24 +898,23 @@ add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int
     rule = &self->rules[self->rule_count++];
     rule->text = start;
     rule->length = written;
-    rule->anchored = anchored;
-    rule->has_star = has_star;
-    rule->source = source;
-    rule->source_length = source_length;
+    rule->anchored = (unsigned char)anchored;
+    rule->has_star = (unsigned char)has_star;
+    rule->line_start = line_start;
     rule->first_length = written;
-    rule->last_start = written;
-    rule->needs[0] = rule->needs[1] = 0;
     self->patterns_size = start + written;
     if (has_star) {
-        int32_t *failure = (int32_t *)(self->patterns + align4(start + written));
+        Stars *stars = (Stars *)(self->patterns + align8(start + written));
+        int32_t *failure = (int32_t *)(stars + 1);
         rule->first_length = (const char *)memchr(text, '*', (size_t)written) - text;
         for (p = written; text[p - 1] != '*'; p--) {
         }
-        rule->last_start = p;
+        stars->last_start = p;
+        stars->needs[0] = stars->needs[1] = 0;
         for (p = rule->first_length + 1; p < written; p++) {
             unsigned char c = (unsigned char)text[p];
             if (c != '*') { /* c < 128: normalised */
-                rule->needs[c >> 6] |= (uint64_t)1 << (c & 63);
+                stars->needs[c >> 6] |= (uint64_t)1 << (c & 63);
             }
         }
         /* Every piece after the first: between stars, and after the last one. */
@@ -911,7 +925,7 @@ add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int
             fill_failure(text, failure, p, end);
             p = end + 1;
         }
-        self->patterns_size = align4(start + written) + written * (Py_ssize_t)sizeof(int32_t);
+        self->patterns_size = (char *)(failure + written) - self->patterns;
     }
     /* RFC 9309: the most specific match has the most octets; like Google's library, a
      * pattern's "*" and "$" count too. */
@@ -924,7 +938,7 @@ static const char INDEX_PAGE[] = "/index.htm";
 /* Compile the rule of one Allow or Disallow value (and the one it implies). */
 static int
 add_value(Builder *builder, const unsigned char *value, Py_ssize_t length, int allow,
-          long long line, Py_ssize_t source)
+          long long line, Py_ssize_t line_start)
 {
     Py_ssize_t slash;
     int anchored;
@@ -932,8 +946,7 @@ add_value(Builder *builder, const unsigned char *value, Py_ssize_t length, int a
         return 0;
     }
     anchored = value[length - 1] == '$';
-    if (add_pattern(builder, value, length - anchored, anchored, allow, line, source, length) <
-        0) {
+    if (add_pattern(builder, value, length - anchored, anchored, allow, line, line_start) < 0) {
         return -1;
     }
     if (!allow) {
@@ -944,7 +957,7 @@ add_value(Builder *builder, const unsigned char *value, Py_ssize_t length, int a
     }
     if (slash >= 0 && length - slash >= (Py_ssize_t)(sizeof(INDEX_PAGE) - 1) &&
         memcmp(value + slash, INDEX_PAGE, sizeof(INDEX_PAGE) - 1) == 0) {
-        return add_pattern(builder, value, slash + 1, 1, 1, line, source, length);
+        return add_pattern(builder, value, slash + 1, 1, 1, line, line_start);
     }
     return 0;
 }
@@ -1158,7 +1171,7 @@ rule_set_from_groups(PyObject *type, PyObject *args)
             int kind = classify(data + line_start, line_length, &value_start, &value_end);
             if ((kind == KIND_ALLOW || kind == KIND_DISALLOW) &&
                 add_value(&builder, data + line_start + value_start, value_end - value_start,
-                          kind == KIND_ALLOW, reader.line_no, line_start + value_start) < 0) {
+                          kind == KIND_ALLOW, reader.line_no, line_start) < 0) {
                 goto error;
             }
         }
@@ -1245,6 +1258,25 @@ rule_set_decide(RuleSetObject *self, PyObject *path)
     return match_key(best->key);
 }
 
+/* The value of the Allow or Disallow line at line_start of body, read as from_groups
+ * read it: a line ends at CR or LF (within a group either ends lines, or LF alone where
+ * the group holds no CR, and then no CR is on the line either). */
+static PyObject *
+value_as_written(PyObject *body, Py_ssize_t line_start)
+{
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(body);
+    Py_ssize_t size = PyBytes_GET_SIZE(body), end = line_start, value_start = 0, value_end = 0;
+    while (end < size && data[end] != '\n' && data[end] != '\r') {
+        end++;
+    }
+    if (end - line_start > MAX_LINE_OCTETS) {
+        end = line_start + MAX_LINE_OCTETS;
+    }
+    classify(data + line_start, end - line_start, &value_start, &value_end);
+    return PyBytes_FromStringAndSize((const char *)data + line_start + value_start,
+                                     value_end - value_start);
+}
+
 /* written(key): the value of the rule a match key of decide() stands for, as written. */
 static PyObject *
 rule_set_written(RuleSetObject *self, PyObject *key)
@@ -1283,8 +1315,7 @@ rule_set_written(RuleSetObject *self, PyObject *key)
     for (i = 0; i < self->rule_count; i++) { /* explaining is rare: no index for it */
         const Rule *rule = &self->rules[i];
         if (rule->key == packed && self->body != NULL) {
-            return PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->body) + rule->source,
-                                             rule->source_length);
+            return value_as_written(self->body, rule->line_start);
         }
     }
     PyErr_SetObject(PyExc_KeyError, key);
