@@ -1166,6 +1166,15 @@ rule_set_from_groups(PyObject *type, PyObject *args)
         if (group == NULL) {
             goto error;
         }
+        /* Room for the group's rules at once (a rule's line has ten octets or more, and
+         * most patterns are no longer than their line): fewer copies as the arrays grow. */
+        if (reserve(&self->patterns, &builder.patterns_capacity,
+                    self->patterns_size + (group->end - group->start)) < 0 ||
+            reserve((char **)&self->rules, &builder.rule_capacity,
+                    (self->rule_count + (group->end - group->start) / 10 + 1) *
+                        (Py_ssize_t)sizeof(Rule)) < 0) {
+            goto error;
+        }
         reader_init(&reader, data, group->start, group->end, group->line_no);
         while (reader_next(&reader, &line_start, &line_length)) {
             int kind = classify(data + line_start, line_length, &value_start, &value_end);
