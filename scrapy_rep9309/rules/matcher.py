@@ -20,8 +20,9 @@ that start asks for a decision; values whose first octets are not already normal
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterable
-from itertools import compress, groupby, repeat
+from itertools import compress, repeat
 from operator import attrgetter, contains, itemgetter
 from typing import TYPE_CHECKING
 
@@ -48,8 +49,6 @@ _KEY = attrgetter("key")
 _FIRST_PIECE = attrgetter("first")
 _NEEDLE = attrgetter("needle")
 _FIRST_OCTETS = itemgetter(slice(0, BUCKET_KEY_LENGTH))
-_FIRST = itemgetter(0)
-_SECOND = itemgetter(1)
 _KEPT_OCTETS = bytes(octet for octet in range(128) if not _NOT_KEPT_AS_IS.match(bytes((octet,))))
 
 
@@ -252,12 +251,18 @@ class RuleSet:
     ``allows`` and ``disallows`` map line numbers to values as written.
     """
 
-    __slots__ = ("_allows", "_buckets", "_disallows", "_short", "screen")
+    __slots__ = ("_allows", "_buckets", "_disallows", "_filed", "_short", "_unfiled", "screen")
 
     def __init__(self, allows: dict[int, bytes], disallows: dict[int, bytes]) -> None:
         self._allows = allows
         self._disallows = disallows
-        self._buckets: dict[str, _Bucket | _Pending] = {}
+        #: Compiled buckets by the first octets of the paths they can match.
+        self._buckets: dict[str, _Bucket] = {}
+        #: Of a large rule set, the lines not compiled yet: allows, disallows and index
+        #: pages (see :class:`_Pending`), each by the first octets of their values.
+        self._filed: tuple[dict[bytes, list[int]], ...] = ()
+        #: The path starts that have lines in ``_filed``.
+        self._unfiled: set[str] = set()
         self._short: _Bucket | None = None
         #: A path that starts with none of these matches no rule: a caller's cheapest
         #: test, answering most decisions without a call. Only a small rule set has
@@ -270,35 +275,49 @@ class RuleSet:
                 self._short = _Bucket(pending, allows, disallows)
                 self.screen = self._short.screen
             return
-        # File lines by their first octets with C-level sorting and grouping.
-        by_octets: dict[bytes, _Pending] = {}
-        for table, is_allow in ((allows, True), (disallows, False)):
-            pairs = sorted(zip(map(_FIRST_OCTETS, table.values()), table.keys(), strict=True))
-            for octets, same_octets in groupby(pairs, key=_FIRST):
-                filed = by_octets.get(octets)
-                if filed is None:
-                    filed = by_octets[octets] = _Pending([], [], [])
-                lines = filed.allows if is_allow else filed.disallows
-                lines += map(_SECOND, same_octets)
+        # File lines by the first octets of their values, one C-level append each (in
+        # the order of the tables: line order, as a bucket expects).
+        self._filed = filed = (defaultdict(list), defaultdict(list), defaultdict(list))
+        for table, by_octets in ((allows, filed[0]), (disallows, filed[1])):
+            for octets, line in zip(map(_FIRST_OCTETS, table.values()), table, strict=True):
+                by_octets[octets].append(line)
         if b"/index.htm" in b"\n".join(allows.values()):
             for line, value in allows.items():
                 directory = index_html_directory(value)
                 if directory is not None:
-                    octets = directory[:BUCKET_KEY_LENGTH]
-                    pending = by_octets.setdefault(octets, _Pending([], [], []))
-                    pending.index_pages.append(line)  # type: ignore[union-attr]
-        short = _Pending([], [], [])
-        for octets, pending in by_octets.items():
-            # Only octets that need no normalisation (and hold no "*" or "$") are
-            # exactly the start of the normalised pattern, like the path's key.
-            if len(octets) == BUCKET_KEY_LENGTH and not octets.translate(None, _KEPT_OCTETS):
-                self._buckets[octets.decode("ascii")] = pending
-            else:
-                short.allows += pending.allows
-                short.disallows += pending.disallows
-                short.index_pages += pending.index_pages  # type: ignore[operator]
-        if short.allows or short.disallows or short.index_pages:
+                    filed[2][directory[:BUCKET_KEY_LENGTH]].append(line)
+        # Only octets that need no normalisation (and hold no "*" or "$") are exactly
+        # the start of the normalised pattern, like the path's key; the rules filed
+        # under any other octets are consulted by every decision, compiled now.
+        starts = {**filed[0], **filed[1], **filed[2]}
+        joined = b"\n".join(starts)  # all clean: 4 kept octets each, then a newline
+        if (
+            len(joined) != len(starts) * (BUCKET_KEY_LENGTH + 1) - 1
+            or len(joined.translate(None, _KEPT_OCTETS)) != len(starts) - 1
+        ):
+            short = _Pending([], [], [])
+            for octets in starts:
+                if len(octets) != BUCKET_KEY_LENGTH or octets.translate(None, _KEPT_OCTETS):
+                    short.allows += filed[0].pop(octets, ())
+                    short.disallows += filed[1].pop(octets, ())
+                    short.index_pages += filed[2].pop(octets, ())  # type: ignore[operator]
             self._short = _Bucket(short, allows, disallows)
+            starts = {**filed[0], **filed[1], **filed[2]}
+        if starts:  # decoded at once: each is 4 kept octets, ASCII
+            self._unfiled = set(b"\n".join(starts).decode("ascii").split("\n"))
+        else:  # every rule is in the short bucket
+            self._filed = ()
+
+    def _compile(self, key: str) -> _Bucket:
+        """Compile the rules filed under the path start ``key`` (one of ``_unfiled``)."""
+        self._unfiled.discard(key)
+        octets = key.encode("ascii")
+        allows, disallows, index_pages = self._filed
+        pending = _Pending(
+            allows.pop(octets, []), disallows.pop(octets, []), index_pages.pop(octets, [])
+        )
+        bucket = self._buckets[key] = _Bucket(pending, self._allows, self._disallows)
+        return bucket
 
     @classmethod
     def from_groups(cls, groups: GroupIndexProtocol, indexes: Iterable[int]) -> RuleSet:
@@ -318,14 +337,13 @@ class RuleSet:
     def decide(self, path: str) -> MatchKey | None:
         """Return the key of the best rule matching normalised ``path``; ``None`` if none does."""
         best = None
-        if self._buckets:
+        if self._filed:
             key = path[:BUCKET_KEY_LENGTH]
             bucket = self._buckets.get(key)
+            if bucket is None and key in self._unfiled:
+                bucket = self._compile(key)
             if bucket is not None:
-                if bucket.__class__ is _Pending:
-                    bucket = _Bucket(bucket, self._allows, self._disallows)  # type: ignore[arg-type]
-                    self._buckets[key] = bucket
-                best = bucket.best(path, None)  # type: ignore[union-attr]
+                best = bucket.best(path, None)
         return best if self._short is None else self._short.best(path, best)
 
     def allowed(self, url: str) -> bool:
@@ -337,7 +355,7 @@ class RuleSet:
         # Most paths match no rule: answer those here, without a call (see ``screen``).
         if not path.startswith(self.screen) or path == ROBOTS_TXT_PATH:
             return True
-        if self._buckets:
+        if self._filed:
             match = self.decide(path)
         else:  # one bucket holds every rule (a small set): ask it directly
             match = self._short.best(path, None)  # type: ignore[union-attr]
