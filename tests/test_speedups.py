@@ -247,6 +247,20 @@ def test_rules_as_written_are_read_again_from_their_lines(
         assert from_groups.decide(path) is not None, path
 
 
+@pytest.mark.parametrize("values", [[b"$"], [b"$", b"*"], [b"", b"$"]])
+def test_patterns_that_normalise_to_nothing(
+    compiled: core.Implementation, values: list[bytes]
+) -> None:
+    """Sets whose every pattern is empty once "$" is cut: a corner the compiled pattern
+    block once mishandled (nothing to hold, yet matched against)."""
+    body = b"User-agent: *\n" + b"".join(b"Disallow: " + value + b"\n" for value in values)
+    rule_set_triple = rule_sets(compiled, body, b"bot")
+    for path in ("/", "/a", ""):
+        decisions = {rule_set.decide(path) for rule_set in rule_set_triple}
+        answers = {rule_set.allowed(path) for rule_set in rule_set_triple}
+        assert len(decisions) == len(answers) == 1, path
+
+
 def test_every_octet_is_normalised_alike_in_rules_and_urls(compiled: core.Implementation) -> None:
     """Each of the 256 octets in a pattern (plain and with ``*``) and each ASCII
     character in a path and in a URL, against the reference."""

@@ -884,9 +884,10 @@ add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int
         PyErr_NoMemory();
         return -1;
     }
-    /* Room for the text (3 octets per octet at worst), alignment, Stars and failures. */
+    /* Room for the text (3 octets per octet at worst), alignment, Stars and failures;
+     * one octet more, so that the block exists even if every pattern is empty ("$"). */
     if (reserve(&self->patterns, &builder->patterns_capacity,
-                self->patterns_size + 3 * length +
+                self->patterns_size + 3 * length + 1 +
                     (has_star ? 7 + (Py_ssize_t)sizeof(Stars) + 12 * length : 0)) < 0 ||
         reserve((char **)&self->rules, &builder->rule_capacity,
                 (self->rule_count + 1) * (Py_ssize_t)sizeof(Rule)) < 0) {
