@@ -50,6 +50,7 @@ _FIRST_PIECE = attrgetter("first")
 _NEEDLE = attrgetter("needle")
 _FIRST_OCTETS = itemgetter(slice(0, BUCKET_KEY_LENGTH))
 _KEPT_OCTETS = bytes(octet for octet in range(128) if not _NOT_KEPT_AS_IS.match(bytes((octet,))))
+_KEPT_OR_STAR = _KEPT_OCTETS + b"*"
 
 
 class WildcardRule:
@@ -64,11 +65,20 @@ class WildcardRule:
             pattern = _normalised_pattern(pattern)
         self.anchored = anchored = pattern.endswith("$")
         pieces = (pattern[:-1] if anchored else pattern).split("*")
-        self.first = pieces[0]
-        self.middle = tuple(pieces[1:-1])
-        self.last: str | None = pieces[-1] if len(pieces) > 1 else None
-        #: The longest literal piece: a path this rule matches must contain it.
-        self.needle = max(pieces, key=len)
+        self.first = first = pieces[0]
+        #: The longest literal piece: a path this rule matches must contain it. Most
+        #: patterns have one "*" at most: those spare max(), the costliest step here.
+        self.needle = first
+        self.middle: tuple[str, ...] = ()
+        self.last: str | None = None
+        if len(pieces) == 2:
+            self.last = last = pieces[1]
+            if len(last) > len(first):
+                self.needle = last
+        elif len(pieces) > 2:
+            self.middle = tuple(pieces[1:-1])
+            self.last = pieces[-1]
+            self.needle = max(pieces, key=len)
         #: RFC 9309: the most specific match has the most octets; like Google's library,
         #: a pattern's ``*`` and ``$`` count too.
         self.key: MatchKey = (len(pattern), allow, -line)
@@ -99,6 +109,9 @@ class WildcardRule:
 
 def _normalised_pattern(value: bytes) -> str:
     """``value`` normalised (:func:`~.urlnorm.normalise_octets`) but its ``*`` and final ``$``."""
+    rest = value.translate(None, _KEPT_OR_STAR)
+    if not rest or (rest == b"$" and value.endswith(b"$")):  # nothing to change
+        return value.decode("ascii")
     anchored = value.endswith(b"$")
     if anchored:
         value = value[:-1]
@@ -110,8 +123,9 @@ def _normalised_pattern(value: bytes) -> str:
 
 
 def _only_wildcards_unkept(blob: bytes, unkept: bytes) -> bool:
-    """Whether the values of ``blob`` (joined by newlines) are all normalised already but
-    for their ``*`` and a final ``$``; ``unkept`` is what of ``blob`` is not kept as is."""
+    """Whether the values of ``blob`` (joined by newlines, holding none) are all normalised
+    already but for their ``*`` and a final ``$``; ``unkept`` is what of ``blob`` is not
+    kept as is."""
     wildcards = unkept.count(b"*") + unkept.count(b"$")
     return len(unkept) == unkept.count(b"\n") + wildcards and blob.count(b"$") == (
         blob.count(b"$\n") + blob.endswith(b"$")
@@ -176,30 +190,23 @@ class _Bucket:
             blob = b"\n".join(values)
             if sign > 0 and pending.index_pages is None and b"/index.htm" in blob:
                 index_pages = [line for line in lines if b"/index.htm" in table[line]]
-            # Newlines, wildcards and whatever needs normalising: usually just newlines.
+            # The joining newlines, wildcards and whatever needs normalising: usually only
+            # the newlines. (Values read from a file hold no newline; other ones may.)
             unkept = blob.translate(None, _KEPT_OCTETS)
-            if unkept.count(b"\n") == len(unkept):  # all plain and normalised
+            if len(unkept) == len(values) - 1:  # all plain and normalised
                 prefixes = blob.decode("ascii").split("\n")
                 self.plain.update(zip(prefixes, map(sign.__mul__, lines), strict=True))
                 continue
-            if _only_wildcards_unkept(blob, unkept):
-                # Normalised but for "*" and final "$" (the usual wildcards): decoded at
-                # once; the earliest line of identical values is kept, as below.
+            # Normalised at once but for "*" and a final "$" (most often there is nothing
+            # to change), then split: the earliest line of identical values is kept.
+            if unkept.count(b"\n") == len(values) - 1 and _only_wildcards_unkept(blob, unkept):
                 texts = blob.decode("ascii").split("\n")
-                signed = dict(zip(texts, map(sign.__mul__, lines), strict=True))
-                for text in [text for text in signed if "*" in text or "$" in text]:
-                    wild.append(WildcardRule(sign > 0, sign * signed.pop(text), text))
-                self.plain.update(signed)
-                continue
-            for line, value in zip(lines, values, strict=True):
-                if _NOT_KEPT_AS_IS.search(value) is None:
-                    self.plain[value.decode("ascii")] = sign * line
-                    continue
-                rule = WildcardRule(sign > 0, line, value)
-                if rule.is_plain_prefix:
-                    self.plain[rule.first] = sign * line
-                else:
-                    wild.append(rule)
+            else:  # one by one: most of them still need nothing
+                texts = list(map(_normalised_pattern, values))
+            signed = dict(zip(texts, map(sign.__mul__, lines), strict=True))
+            for text in [text for text in signed if "*" in text or "$" in text]:
+                wild.append(WildcardRule(sign > 0, sign * signed.pop(text), text))
+            self.plain.update(signed)
         for line in index_pages:
             directory = index_html_directory(allows[line])
             if directory is not None:
@@ -351,7 +358,7 @@ class RuleSet:
         if not self.screen:  # no rule at all: no need to read the URL
             return True
         clean = clean_http_url(url)
-        path = clean.group(1) if clean is not None else normalised_path(url)
+        path = clean[1] if clean is not None else normalised_path(url)
         # Most paths match no rule: answer those here, without a call (see ``screen``).
         if not path.startswith(self.screen) or path == ROBOTS_TXT_PATH:
             return True
