@@ -44,7 +44,6 @@ MatchKey = tuple[int, bool, int]
 
 _NOT_KEPT_AS_IS = re.compile(f"[^{KEPT_AS_IS}]".encode("ascii"))
 _NOT_KEPT_EXCEPT_STAR = re.compile(f"[^*{KEPT_AS_IS}]".encode("ascii"))
-_NOT_KEPT_OR_NEWLINE = re.compile(f"[^\\n{KEPT_AS_IS}]".encode("ascii"))
 _KEY = attrgetter("key")
 _FIRST_PIECE = attrgetter("first")
 _NEEDLE = attrgetter("needle")

@@ -36,10 +36,7 @@ _CLEAN_HTTP_URL = re.compile(f"https?://[^/?;#]*(/[{KEPT_AS_IS.replace('#', '')}
 clean_http_url = _CLEAN_HTTP_URL.match
 
 
-def canonical_escape(match: re.Match[bytes]) -> bytes:
-    """For ``re.sub``: the canonical form of a matched ``%XX`` escape (group 1: its hex
-    digits; an unreserved octet decoded, the others upper-cased) or of any other matched
-    octet (percent-encoded)."""
+def _normalise_match(match: re.Match[bytes]) -> bytes:
     hex_digits = match.group(1)
     if hex_digits is None:
         return b"%%%02X" % match.group(0)[0]
@@ -58,7 +55,7 @@ def normalise_octets(data: bytes) -> str:
     """
     if _CHANGED_BY_NORMALISING.search(data) is None:
         return data.decode("ascii")
-    return _ESCAPE_OR_UNSAFE_OCTET.sub(canonical_escape, data).decode("ascii")
+    return _ESCAPE_OR_UNSAFE_OCTET.sub(_normalise_match, data).decode("ascii")
 
 
 def normalise_text(text: str) -> str:
