@@ -12,14 +12,16 @@ from scrapy_rep9309.rules.robotstxt import Decision, RobotsTxt
 
 if TYPE_CHECKING:
     from scrapy_rep9309.integration.addon import Addon
+    from scrapy_rep9309.integration.fleet import RedisStore
     from scrapy_rep9309.integration.middleware import RobotsTxtMiddleware
     from scrapy_rep9309.integration.robotparser import RobotParser
 
-__all__ = ["Addon", "Decision", "RobotParser", "RobotsTxt", "RobotsTxtMiddleware"]
+__all__ = ["Addon", "Decision", "RedisStore", "RobotParser", "RobotsTxt", "RobotsTxtMiddleware"]
 __version__ = "0.1.0"
 
 _LAZY = {
     "Addon": "scrapy_rep9309.integration.addon",
+    "RedisStore": "scrapy_rep9309.integration.fleet",
     "RobotParser": "scrapy_rep9309.integration.robotparser",
     "RobotsTxtMiddleware": "scrapy_rep9309.integration.middleware",
 }

@@ -8,6 +8,7 @@ import pytest
 import pytest_twisted
 
 from scrapy_rep9309.rules import core
+from tests._redis import RedisServer, running_server
 from tests.servers import ServerPool
 
 
@@ -34,3 +35,32 @@ def each_implementation(
         pytest.skip("scrapy_rep9309.rules._speedups is not built (no C compiler at install time)")
     monkeypatch.setattr(core, "ACTIVE", implementation)
     return implementation
+
+
+@pytest.fixture(scope="session")
+def _shared_redis_server() -> Iterator[RedisServer]:
+    server = running_server()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def redis_server(_shared_redis_server: RedisServer) -> RedisServer:
+    """A real redis-server on 127.0.0.1 (persistence off), emptied for this test.
+
+    Skips with the reason when redis-server is missing (fails with REP9309_REQUIRE_REDIS=1).
+    """
+    _shared_redis_server.client().flushall()
+    return _shared_redis_server
+
+
+@pytest.fixture
+def own_redis_server() -> Iterator[RedisServer]:
+    """A redis-server of this test's own, which it may stop and start again."""
+    server = running_server()
+    try:
+        yield server
+    finally:
+        server.close()

@@ -93,6 +93,52 @@ def test_user_agent_header_selects_its_group(robots_file: Path) -> None:
     ]
 
 
+USAGE_ROBOTS = """\
+License: https://shop.test/license.xml
+User-Agent: *
+Content-Signal: search=yes, ai-train=no
+Allow: /
+Disallow: /never/
+Content-Usage: train-ai=n, search=y
+Content-Usage: /ai-ok/ train-ai=y
+"""
+
+
+def test_usage_preferences_signals_and_licenses_are_shown(tmp_path: Path) -> None:
+    path = tmp_path / "robots.txt"
+    path.write_text(USAGE_ROBOTS, encoding="utf-8")
+
+    result = run(check(str(path), "/test", "/never/test", "/ai-ok/test"))
+
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[2] == "  license   https://shop.test/license.xml"
+    assert lines[3] == "user agent  Scrapy (product token: scrapy)"
+    assert lines[4] == "  signals   search=yes, ai-train=no (Content-Signal of its group)"
+    test = lines.index("allowed     /test")
+    assert lines[test : test + 4] == [
+        "allowed     /test",
+        "  rule      Allow: / (line 4)",
+        "  group     User-agent: *",
+        "  usage     train-ai=n, search=y (Content-Usage: train-ai=n, search=y, line 6)",
+    ]
+    never = lines.index("disallowed  /never/test")
+    assert lines[never + 3] == ""  # a URL that may not be crawled has no preferences
+    ok = lines.index("allowed     /ai-ok/test")
+    assert lines[ok + 3] == "  usage     train-ai=y (Content-Usage: /ai-ok/ train-ai=y, line 7)"
+
+
+def test_a_user_agent_no_group_can_name_gets_a_warning(robots_file: Path) -> None:
+    result = run(check(str(robots_file), "/products/1", "--user-agent", "MJ12bot/v1.4.8"))
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    index = lines.index("user agent  MJ12bot/v1.4.8 (product token: mj12bot)")
+    assert lines[index + 1].startswith("  warning   the product token 'MJ12bot' of the user agent")
+    assert "only 'User-agent: *' groups" in lines[index + 1]
+    assert "signals" not in result.stdout and "usage" not in result.stdout
+
+
 def test_missing_file_is_bad_input(tmp_path: Path) -> None:
     result = run(check(str(tmp_path / "absent.txt"), "/x"))
 

@@ -54,11 +54,14 @@ async def test_deferred_is_released_plus_expired_plus_closed_per_origin(
     assert result.stat("robotstxt/deferred") == sum(
         result.stat(f"robotstxt/deferred/{end}") for end in ("released", "expired", "closed")
     )
-    closing = {
-        f"Spider closed before the robots.txt of {site.base} was known" for site in (late, silent)
-    }
-    for url in [*late.urls(paths), *silent.urls(paths)]:
-        assert result.failure_for(url).message in closing
+    # The late robots.txt answered while the spider closed: it decided its requests
+    # (both allowed, so they could not be downloaded any more); the silent one never did.
+    for url in late.urls(paths):
+        assert result.failure_for(url).message == f"Spider closed before {url} could be downloaded"
+    for url in silent.urls(paths):
+        assert result.failure_for(url).message == (
+            f"Spider closed before the robots.txt of {silent.base} was known"
+        )
     assert late.page_requests == [] and silent.page_requests == []
     assert late.robots_fetches[0].answered is not None, "the late robots.txt did answer"
     assert result.urls == {answering.url("/page/1")}
@@ -81,6 +84,5 @@ async def test_no_timer_outlives_the_crawl(servers: ServerPool) -> None:
 
     assert result.close_reason == "closespider_timeout"
     middleware = result.middleware(ours_class())
-    assert len(middleware._timers) == 0
-    assert len(middleware.lifecycle._timers) == 0
+    assert len(middleware.driver._timers) == 0
     assert result.stat("robotstxt/deferred/closed") == 1

@@ -11,7 +11,7 @@ from scrapy.crawler import Crawler
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from scrapy_rep9309.integration import lifecycle
+from scrapy_rep9309.integration import driver
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
 from tests._readme import undocumented_stats
 from tests.crawl import run_crawl
@@ -64,7 +64,7 @@ async def test_an_answer_that_fails_to_be_handled_is_retried_not_stuck(
 ) -> None:
     # Our own parser is swapped for one with a bug (the contract is that it never
     # raises, so no real body can make it): Scrapy itself is untouched.
-    monkeypatch.setattr(lifecycle, "RobotsTxt", _ParserWithABug)
+    monkeypatch.setattr(driver, "RobotsTxt", _ParserWithABug)
     site = servers.add([rules(POISON + PRIVATE_RULES), rules(PRIVATE_RULES)])
     public, private = site.url("/public/1"), site.url("/private/1")
 

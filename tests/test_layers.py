@@ -30,7 +30,7 @@ ALLOWED_IMPORTS = {
     "integration": {"rules", "policy", "storage", "tools"},
 }
 #: Modules of a pure layer that need an optional third-party client (not Scrapy).
-OPTIONAL_CLIENT_MODULES: set[str] = set()
+OPTIONAL_CLIENT_MODULES: set[str] = {"scrapy_rep9309.storage.redisstore"}
 
 _BLOCKER = """
 import importlib.abc, sys
@@ -61,6 +61,22 @@ def test_pure_layer_imports_without_scrapy_or_twisted(layer: str) -> None:
     modules = ["scrapy_rep9309", *_modules(layer)]
     result = subprocess.run(
         [sys.executable, "-c", _BLOCKER, *modules],
+        cwd=REPO_ROOT,
+        env=tool_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("module", sorted(OPTIONAL_CLIENT_MODULES))
+def test_optional_client_module_imports_without_scrapy_or_twisted(module: str) -> None:
+    """It may need its client (``redis``), never Scrapy or Twisted."""
+    client = {"scrapy_rep9309.storage.redisstore": "redis"}[module]
+    pytest.importorskip(client)
+    result = subprocess.run(
+        [sys.executable, "-c", _BLOCKER, "scrapy_rep9309", module],
         cwd=REPO_ROOT,
         env=tool_environment(),
         capture_output=True,

@@ -31,7 +31,7 @@ from scrapy_rep9309.rules.urlnorm import (
     normalised_path,
     path_and_query,
 )
-from scrapy_rep9309.rules.useragent import crawler_token, group_token
+from scrapy_rep9309.rules.useragent import crawler_token, group_token, product_token, token_problem
 
 UNRESERVED_CHARACTERS = string.ascii_letters + string.digits + "-._~"
 KEPT_AS_IS_CHARACTERS = UNRESERVED_CHARACTERS + ":/?#[]@!&'()+,;="
@@ -59,6 +59,15 @@ class Recorder:
 
     def crawl_delay(self, line_no: int, value: bytes) -> None:
         self.events.append(("crawl_delay", line_no, value))
+
+    def content_usage(self, line_no: int, value: bytes) -> None:
+        self.events.append(("content_usage", line_no, value))
+
+    def content_signal(self, line_no: int, value: bytes) -> None:
+        self.events.append(("content_signal", line_no, value))
+
+    def license(self, line_no: int, value: bytes) -> None:
+        self.events.append(("license", line_no, value))
 
     def unknown(self, line_no: int, key: bytes, value: bytes) -> None:
         self.events.append(("unknown:" + key.decode("latin-1"), line_no, value))
@@ -105,6 +114,48 @@ def test_comments_whitespace_and_case() -> None:
 def test_a_missing_colon_is_accepted_for_exactly_two_tokens() -> None:
     body = b"user-agent FooBot\ndisallow /x # comment\ndisallow /y /z\nallow\n"
     assert events(body) == [("user_agent", 1, b"FooBot"), ("disallow", 2, b"/x")]
+    # Only SP and HTAB separate the two tokens (Google's " \t"); the line is stripped first.
+    body = b"disallow\x0b/a\nuser-agent Foo\x0cBot\n\x0bdisallow \x0b/b\x0b\nallow /c\x0b/d\n"
+    assert events(body) == [
+        ("user_agent", 2, b"Foo\x0cBot"),
+        ("disallow", 3, b"/b"),
+        ("allow", 4, b"/c\x0b/d"),
+    ]
+    assert split_record(b"a \x0b b") is None  # three tokens: "a", "\v", "b"
+    assert split_record(b"a\x0b\tb") == (b"a", b"b")
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        (b"Content-Usage: train-ai=n", b"train-ai=n"),
+        (b" \tcontent-usage \t: \t/ai-ok/ train-ai=y \t# comment", b"/ai-ok/ train-ai=y"),
+        (b"CONTENT-USAGE:", b""),
+        (b"Content-Usage:\x0btrain-ai=n\x0b", b"\x0btrain-ai=n\x0b"),
+    ],
+)
+def test_content_usage_lines_as_the_draft_reads_them(line: bytes, value: bytes) -> None:
+    # draft-ietf-aipref-attach 3.2: SP and HTAB are ignored around the label and the
+    # colon; the value runs to CR, LF or "#"; the ABNF's EOL begins with *WS.
+    assert events(line, with_unknown=False) == [("content_usage", 1, value)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"Content-Usage\x0b: train-ai=n", b"Content-Usage train-ai=n", b"Content-Usages: x", b"#c"],
+)
+def test_not_content_usage_lines(line: bytes) -> None:
+    assert all(kind != "content_usage" for kind, _, _ in events(line)), events(line)
+
+
+def test_content_signal_and_license_keys_are_exact() -> None:
+    body = (
+        b"Content-Signal: search=yes\nLICENSE : https://a/l.xml\nLicenses: x\nContent-Signals: y\n"
+    )
+    assert events(body, with_unknown=False) == [
+        ("content_signal", 1, b"search=yes"),
+        ("license", 2, b"https://a/l.xml"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -278,12 +329,77 @@ def test_group_token(value: str, token: str) -> None:
         ("Mozilla/5.0 (compatible; MyBot/1.0; +https://x)", "mybot"),
         ("Mozilla/5.0 (X11; Linux) (KHTML, like Gecko; compatible; Googlebot/2.1)", "googlebot"),
         ("Mozilla/5.0 (X11; Linux x86_64)", "mozilla"),
+        # RFC 9110: "User-Agent = product *( RWS ( product / comment ) )", the first
+        # product's name is the token...
+        ("FigTree Robot libwww-perl/5.04", "figtree"),
+        ("Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", "slackbot-linkexpanding"),
+        ("MyBot(+https://x)", "mybot"),
+        ("\tMyBot", "mybot"),
+        # An HTTP token may hold what a product token may not: kept whole, matching no group.
+        ("MJ12bot/v1.4.8", "mj12bot"),
+        ("Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)", "mj12bot"),
+        ("Bot2000", "bot2000"),
+        # ... of a header: bare words are no header (Google: "Foo Bar" names no group).
         ("Foo Bar", "foo bar"),
+        ("FigTree Robot", "figtree robot"),
+        # No product at all: the whole string is kept, matching no group either.
+        ("MyBot;1.0", "mybot;1.0"),
+        ("/1.0", "/1.0"),
         ("", ""),
     ],
 )
 def test_crawler_token(user_agent: str, token: str) -> None:
     assert crawler_token(user_agent) == token
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "token"),
+    [
+        ("MyBot/1.0 (+https://x)", "MyBot"),
+        ("Mozilla/5.0 (compatible; MyBot/1.0)", "MyBot"),
+        ("FigTree Robot libwww-perl/5.04", "FigTree"),
+        ("MJ12bot/v1.4.8", "MJ12bot"),
+        ("MyBot;1.0", None),
+        ("Foo Bar", None),
+        ("", None),
+    ],
+)
+def test_product_token_keeps_the_case_as_written(user_agent: str, token: str | None) -> None:
+    assert product_token(user_agent) == token
+
+
+@pytest.mark.parametrize(
+    "user_agent",
+    [
+        "MyBot",
+        "my_bot-x/2.0",
+        "Mozilla/5.0 (compatible; MyBot/1.0; +https://x)",
+        "FigTree Robot x/1",
+    ],
+)
+def test_token_problem_is_none_for_valid_tokens(user_agent: str) -> None:
+    assert token_problem(user_agent) is None
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "fragments"),
+    [
+        (
+            "MJ12bot/v1.4.8",
+            ["'MJ12bot'", "contains '1', '2':", "only letters, '_' and '-'", "User-agent: *"],
+        ),
+        ("Bot2000", ["'Bot2000'", "contains '2', '0':", "User-agent: *"]),
+        ("Mozilla/5.0 (compatible; My.Bot/1.0)", ["'My.Bot'", "contains '.':"]),
+        ("", ["has no product token", "User-agent: *"]),
+        ("MyBot;1.0", ["'MyBot;1.0' has no product token"]),
+        ("Foo Bar", ["'Foo Bar' has no product token"]),
+    ],
+)
+def test_token_problem_says_what_will_happen(user_agent: str, fragments: list[str]) -> None:
+    problem = token_problem(user_agent)
+    assert problem is not None
+    for fragment in fragments:
+        assert fragment in problem, problem
 
 
 # --- matcher ---------------------------------------------------------------------------
@@ -417,10 +533,21 @@ class EagerGroups:
     def disallow(self, line_no: int, value: bytes) -> None:
         self._rule(line_no, value, False)
 
+    def content_usage(self, line_no: int, value: bytes) -> None:
+        # A rule of the group (draft-ietf-aipref-attach), with no say in crawling.
+        if self.groups:
+            self.open = False
+
     def sitemap(self, line_no: int, value: bytes) -> None:
         pass
 
     def crawl_delay(self, line_no: int, value: bytes) -> None:
+        pass
+
+    def content_signal(self, line_no: int, value: bytes) -> None:
+        pass
+
+    def license(self, line_no: int, value: bytes) -> None:
         pass
 
 
@@ -461,6 +588,9 @@ _LINES = st.sampled_from(
         b"Disallow: /*b",
         b"Sitemap: /site",
         b"crawl-delay: 1",
+        b"Content-Usage: train-ai=n",
+        b"content-usage : /a train-ai=y",
+        b"Content-Signal: ai-train=no",
         b"",
         b"  ",
         b"<html> agent allow",

@@ -141,6 +141,23 @@ def test_missing_colon_is_accepted_when_the_line_has_two_tokens() -> None:
     assert verdict(body, "/y") == (True, None, None)
 
 
+@pytest.mark.parametrize("separator", [b"\x0b", b"\x0c"])
+def test_only_sp_and_htab_stand_in_for_a_missing_colon(separator: bytes) -> None:
+    # Google (robots.cc GetKeyAndValueFrom) looks for " \t" where the colon is missing:
+    # a vertical tab or form feed joins "Disallow" and "/" into one token, no record...
+    body = b"User-agent: *\nDisallow" + separator + b"/\n"
+    assert verdict(body, "/x") == (True, None, None)
+    # ... and inside a value it separates nothing, so this is still two tokens.
+    body = b"User-agent Googlebot" + separator + b"x\nDisallow /\n"
+    decision = RobotsTxt.parse(body).explain(f"{URL}/x", "Googlebot")
+    assert (decision.allowed, decision.line) == (False, 2)
+    assert decision.user_agents == ("Googlebot" + separator.decode() + "x",)
+    assert RobotsTxt.parse(body).allowed(f"{URL}/x", "otherbot") is True
+    # Around the tokens it is whitespace like any other and stripped.
+    body = b"User-agent: *\nDisallow \t" + separator + b"/x" + separator + b"\n"
+    assert verdict(body, "/x") == (False, "Disallow: /x", 2)
+
+
 def test_rules_before_the_first_user_agent_line_are_ignored() -> None:
     body = b"Disallow: /early\nAllow: /\n\nUser-agent: *\nDisallow: /late\n"
     assert verdict(body, "/early") == (True, None, None)
@@ -156,6 +173,9 @@ def test_rules_before_the_first_user_agent_line_are_ignored() -> None:
         b"Clean-param: ref /articles/",
         b"Unknown-Key: whatever",
         b"Noindex: /x",
+        b"Content-Signal: search=yes, ai-train=no",
+        b"License: https://example.com/license.xml",
+        b"Content-Usage\x0b: train-ai=n",  # not a Content-Usage rule: \v is no SP or HTAB
     ],
 )
 def test_other_records_never_end_a_group(record: bytes) -> None:
@@ -169,6 +189,20 @@ def test_other_records_never_end_a_group(record: bytes) -> None:
     between_rules = b"User-agent: a\nDisallow: /x\n" + record + b"\nDisallow: /y\n"
     assert verdict(between_rules, "/y", "a") == (False, "Disallow: /y", 4)
     assert verdict(between_rules, "/y", "other") == (True, None, None)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [b"Content-Usage: train-ai=n", b" content-usage\t:\t/x train-ai=n", b"CONTENT-USAGE:"],
+)
+def test_a_content_usage_rule_ends_the_user_agent_lines_of_a_group(rule: bytes) -> None:
+    # draft-ietf-aipref-attach section 3 extends RFC 9309's ABNF: "rule =/ content-usage";
+    # a user-agent line after a rule starts a new group.
+    body = b"User-agent: a\n" + rule + b"\nUser-agent: b\nDisallow: /x\n"
+    decision = RobotsTxt.parse(body).explain(f"{URL}/x", "a")
+    assert (decision.allowed, decision.user_agents) == (True, ("a",))
+    decision = RobotsTxt.parse(body).explain(f"{URL}/x", "b")
+    assert (decision.allowed, decision.user_agents) == (False, ("b",))
 
 
 def test_consecutive_user_agent_lines_share_one_group() -> None:
@@ -404,6 +438,37 @@ def test_crawl_delay_comes_from_the_group_that_applies() -> None:
     # A group of its own without a delay: the "*" group's delay does not leak into it.
     assert rules.crawl_delay("nodelaybot") is None
     assert RobotsTxt.parse(b"Crawl-delay: 3\n").crawl_delay("anybot") is None
+
+
+def test_a_crawl_delay_belongs_to_the_user_agent_lines_directly_above_it() -> None:
+    # RFC 9309 merges these lines into one group for Allow/Disallow (a Crawl-delay line
+    # ends no group), but each delay is meant for the user agents just above it, as
+    # Protego and crawler-commons read it.
+    body = (
+        b"User-agent: bingbot\nCrawl-delay: 1\n"
+        b"User-agent: msnbot\nCrawl-delay: 2\n"
+        b"User-agent: *\nDisallow: /login\n"
+    )
+    rules = RobotsTxt.parse(body)
+    assert (rules.crawl_delay("msnbot"), rules.crawl_delay("bingbot")) == (2.0, 1.0)
+    assert rules.crawl_delay("anybot") is None
+    for agent in ("msnbot", "bingbot", "anybot"):
+        decision = rules.explain(f"{URL}/login", agent)
+        assert (decision.allowed, decision.line) == (False, 6)
+        assert decision.user_agents == ("bingbot", "msnbot", "*")
+
+
+def test_crawl_delays_after_the_rules_belong_to_the_last_user_agent_lines() -> None:
+    body = (
+        b"User-agent: a\nUser-agent: b\nCrawl-delay: x\nCrawl-delay: 3\n"
+        b"User-agent: c\n# comment\nSitemap: https://example.com/s.xml\nUser-agent: d\n"
+        b"Disallow: /\nCrawl-delay: 4\n\n"
+        b"User-agent: e\nDisallow: /\nCrawl-delay: 5\nUser-agent: a\nCrawl-delay: 6\n"
+    )
+    rules = RobotsTxt.parse(body)
+    # "a" is named twice: the first valid delay in file order of its runs.
+    assert [rules.crawl_delay(agent) for agent in "abcde"] == [3.0, 3.0, 4.0, 4.0, 5.0]
+    assert rules.crawl_delay("f") is None
 
 
 def test_sitemaps_from_anywhere_in_order() -> None:

@@ -9,6 +9,8 @@ percent escapes, ``%2A``/``%24`` and a non-ASCII character in raw and encoded fo
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from _implementations import for_each_implementation
 from _reference_matcher import Rule, decide, glob_matches, normalise, split_lines
@@ -16,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rep9309 import Decision, RobotsTxt
+from scrapy_rep9309.rules.usage import statement_preferences
 
 PROPERTY_SETTINGS = settings(
     max_examples=300,
@@ -169,6 +172,9 @@ def test_random_bytes_never_raise(body: bytes, url: str, agent: str) -> None:
     assert isinstance(rules.sitemaps, list)
     delay = rules.crawl_delay(agent)
     assert delay is None or isinstance(delay, float)
+    assert set(rules.content_usage(url, agent)) <= {"train-ai", "search"}
+    assert set(rules.content_signals(agent).values()) <= {"yes", "no"}
+    assert isinstance(rules.licenses, list)
 
 
 KEYS = [
@@ -179,6 +185,9 @@ KEYS = [
     "Allow",
     "Sitemap",
     "Crawl-delay",
+    "Content-Usage",
+    "Content-Signal",
+    "License",
     "Junk",
     "",
 ]
@@ -253,3 +262,29 @@ def test_huge_number_of_lines_parses() -> None:
     assert parsed.allowed("/x" + "y" * 3000 + "z", "anybot") is False
     assert parsed.allowed("/x" + "y" * 3000, "anybot") is True
     assert parsed.explain("/xyz/ok", "anybot").line == 20002
+
+
+STATEMENT_PIECES = [
+    b"train-ai", b"search", b"=", b"y", b"n", b",", b" ", b"\t", b";", b"(", b")", b'"', b"\\",
+    b":", b"?1", b"@1", b"%", b"*", b"1.5", b"Y", b"\xff", b"#",
+]  # fmt: skip
+statements = st.lists(st.sampled_from(STATEMENT_PIECES), max_size=200).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(statements | st.binary(max_size=400), st.integers(min_value=1, max_value=40))
+@for_each_implementation
+def test_any_content_usage_statement_parses_in_bounded_time(statement: bytes, repeat: int) -> None:
+    # Hostile values are up to a line long (16,663 octets): RFC 9651 parsing is linear.
+    statement = (statement * repeat)[:16_000]
+    started = time.perf_counter()
+    stated = statement_preferences(statement)
+    assert time.perf_counter() - started < 0.5
+    assert {label for label, _ in stated} <= {"train-ai", "search"}
+    assert {value for _, value in stated} <= {"y", "n"}
+    line = statement.replace(b"\n", b"").replace(b"\r", b"")
+    body = b"User-agent: *\nContent-Usage: /x " + line + b"\n"
+    started = time.perf_counter()
+    preferences = RobotsTxt.parse(body).content_usage("/x", "bot")
+    assert time.perf_counter() - started < 0.5
+    assert set(preferences) <= {"train-ai", "search"}

@@ -84,6 +84,10 @@ def test_float_durations_are_allowed() -> None:
         ("REP9309_CRAWL_DELAY", 2),
         ("REP9309_CRAWL_DELAY_MAX", -0.1),
         ("ROBOTSTXT_USER_AGENT", 42),
+        ("REP9309_STORE", "no.such.module.Store"),
+        ("REP9309_STORE", "scrapy_rep9309.storage.memory.NoSuchStore"),
+        ("REP9309_STORE", "scrapy_rep9309.storage.memory.DEFAULT_CAPACITY"),
+        ("REP9309_STORE", 42),
     ],
 )
 def test_invalid_value_names_the_setting(name: str, value: Any) -> None:
@@ -168,3 +172,65 @@ def test_addon_does_not_override_an_explicit_obey_false() -> None:
     settings.set("ROBOTSTXT_OBEY", False, priority="project")
     Addon().update_settings(settings)
     assert not settings.getbool("ROBOTSTXT_OBEY")
+
+
+# -- REP9309_FETCH_META, REP9309_FETCH_TIMEOUT ------------------------------------
+
+
+def test_fetch_meta_as_a_dict_or_json_text() -> None:
+    assert dict(_read(REP9309_FETCH_META={"playwright": False}).fetch_meta) == {"playwright": False}
+    from_command_line = _read(REP9309_FETCH_META='{"proxy": null, "zyte_api_automap": false}')
+    assert dict(from_command_line.fetch_meta) == {"proxy": None, "zyte_api_automap": False}
+
+
+def test_fetch_meta_is_a_read_only_copy() -> None:
+    given = {"playwright": False}
+    settings = _read(REP9309_FETCH_META=given)
+    given["playwright"] = True
+    assert settings.fetch_meta["playwright"] is False
+    with pytest.raises(TypeError):
+        settings.fetch_meta["playwright"] = True  # type: ignore[index]
+
+
+def test_fetch_timeout_from_the_command_line() -> None:
+    assert _read(REP9309_FETCH_TIMEOUT="2.5").fetch_timeout == 2.5
+    assert _read().fetch_timeout is None
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("[1, 2]", "expected a dict"),
+        ("{not json", "not a JSON object"),
+        (42, "expected a dict"),
+        ({1: True}, "strings"),
+        ({"dont_obey_robotstxt": False}, "cannot be changed"),
+        ({"dont_redirect": False}, "cannot be changed"),
+        ({"dont_retry": False}, "cannot be changed"),
+        ({"download_maxsize": 1000}, "cannot be changed"),
+        ({"handle_httpstatus_all": False}, "cannot be changed"),
+        ({"download_timeout": 5}, "REP9309_FETCH_TIMEOUT"),
+        ({"_rep9309_size_budget": None}, "reserved"),
+        ({"rep9309_scheduled": True}, "reserved"),
+    ],
+)
+def test_invalid_fetch_meta_names_the_setting(value: Any, reason: str) -> None:
+    with pytest.raises(SettingsError, match="REP9309_FETCH_META") as info:
+        _read(REP9309_FETCH_META=value)
+    assert reason in str(info.value)
+
+
+def test_fetch_meta_may_repeat_a_control_key_with_its_own_value() -> None:
+    settings = _read(REP9309_FETCH_META={"dont_redirect": True, "playwright": False})
+    assert dict(settings.fetch_meta) == {"dont_redirect": True, "playwright": False}
+
+
+def test_fetch_meta_conflict_is_refused_when_built_directly() -> None:
+    with pytest.raises(SettingsError, match="REP9309_FETCH_META"):
+        Rep9309Settings(fetch_meta={"dont_obey_robotstxt": False})
+
+
+@pytest.mark.parametrize("value", [0, -1, "never", True, float("nan")])
+def test_invalid_fetch_timeout_names_the_setting(value: Any) -> None:
+    with pytest.raises(SettingsError, match="REP9309_FETCH_TIMEOUT"):
+        _read(REP9309_FETCH_TIMEOUT=value)

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _implementations import active
 from _shared_data import CORPUS_ROBOTS_DIR, RPBENCH_LINKS_DIR, RPBENCH_ROBOTS_DIR, require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_rep9309 import RobotsTxt
 from scrapy_rep9309.rules import core
 from scrapy_rep9309.rules.parser import MAX_LINE_OCTETS, prepare
 from scrapy_rep9309.rules.urlnorm import normalised_path
@@ -52,10 +54,10 @@ def group_view(implementation: core.Implementation, body: bytes) -> list[Any]:
     for number in range(len(index)):
         tables: tuple[dict[int, bytes], ...] = ({}, {}, {})
         index.collect(number, *tables)
-        groups.append((index.agents(number), tables))
+        groups.append((index.agents(number), tables, index.span(number)))
     own_tokens = {
         group_token(agent.decode("utf-8", "replace")).encode("ascii", "replace")
-        for agents, _ in groups
+        for agents, _, _ in groups
         for agent in agents
     }
     naming = {token: index.naming(token) for token in sorted(own_tokens | set(TOKENS)) if token}
@@ -165,6 +167,8 @@ LINE_PIECES = [
     "disallow:", "DISSALLOW:", "disalow", "Sitemap:", "crawl-delay:", "crawl delay",
     "foo:", ":", "#", " ", "\t", "\v", "\f", "*", "$", "/", "a", "B", "bot", "Googlebot/2.1",
     "googlebot*", "%2A", "%41", "é", "\xa0", "<p>", "\r", "\n", "\r\n",
+    "Content-Usage:", "content-usage", " CONTENT-USAGE\t:", "Content-Usage\v:", "train-ai=n",
+    "Content-Signal:", "License:", "search=y", ", ", "ai-train=no", "/a ", "a b",
 ]  # fmt: skip
 robots_like = st.lists(st.sampled_from(LINE_PIECES), max_size=60).map(
     lambda pieces: "".join(pieces).encode("utf-8")
@@ -178,6 +182,28 @@ def test_groups_agree_on_generated_bodies(body: bytes) -> None:
         pytest.skip("scrapy_rep9309.rules._speedups is not built")
     body = prepare(body)
     assert group_view(core.COMPILED, body) == group_view(PYTHON, body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(robots_like, st.sampled_from(["bot", "a", "B", "googlebot", "Googlebot/2.1 (+x)"]))
+def test_public_answers_agree_on_generated_bodies(body: bytes, agent: str) -> None:
+    """Everything ``RobotsTxt`` answers, usage preferences and crawl-delays included."""
+    if core.COMPILED is None:
+        pytest.skip("scrapy_rep9309.rules._speedups is not built")
+    answers = []
+    for implementation in (PYTHON, core.COMPILED):
+        with active(implementation):
+            rules = RobotsTxt.parse(body)
+            answers.append(
+                (
+                    [rules.explain(path, agent) for path in ("/", "/a", "/a/b", "/ab")],
+                    rules.crawl_delay(agent),
+                    rules.content_signals(agent),
+                    rules.licenses,
+                    rules.sitemaps,
+                )
+            )
+    assert answers[0] == answers[1]
 
 
 #: "aab", "aba", "aaab" and "abaab" make the matcher fall back after partial matches.
@@ -288,6 +314,8 @@ def test_wrong_arguments_raise(compiled: core.Implementation) -> None:
             index.collect(bad_index, {}, {}, {})
         with pytest.raises((IndexError, OverflowError)):
             index.agents(bad_index)
+        with pytest.raises((IndexError, OverflowError)):
+            index.span(bad_index)
     with pytest.raises(TypeError):
         index.naming("a")
     with pytest.raises(TypeError):

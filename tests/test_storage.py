@@ -1,71 +1,130 @@
-"""The in-memory origin store: LRU order, eviction callback, serialisable records."""
+"""The store interface and the default in-memory store: versions and compare-and-set,
+leases, held requests in order, LRU eviction that never forgets backoff, serialisable
+records. No Scrapy: the store is driven directly (its methods are coroutines)."""
 
 from __future__ import annotations
 
 import json
+import time
+from typing import Any
 
 import pytest
 
-from scrapy_rep9309.policy.record import AVAILABLE, OriginRecord
-from scrapy_rep9309.storage.memory import LRUCache, MemoryOriginStore, OriginStore
+from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
+from scrapy_rep9309.storage.base import HeldRequest, OriginStore
+from scrapy_rep9309.storage.lru import LRUCache
+from scrapy_rep9309.storage.memory import MemoryStore
 
 
-def _record(body: bytes = b"User-agent: *\nDisallow: /x\n") -> OriginRecord:
-    return OriginRecord(AVAILABLE, 200, body, fetched_at=1000.0, expires_at=2000.0)
+def run(coroutine: Any) -> Any:
+    """Run one store call to completion: the memory store never really waits, so its
+    coroutines finish on their first step (pytest-twisted's loop is already running)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("the memory store suspended")
 
 
-def test_memory_store_is_an_origin_store() -> None:
-    store: OriginStore = MemoryOriginStore(2)
-    store.put("http://a.com", _record())
-    assert store.get("http://a.com") == _record()
-    assert store.get("http://b.com") is None
-    assert len(store) == 1
-    assert list(store) == ["http://a.com"]
-    store.delete("http://a.com")
-    store.delete("http://a.com")
-    assert len(store) == 0
+def _record(body: bytes = b"User-agent: *\nDisallow: /x\n", **changes: Any) -> OriginRecord:
+    fields: dict[str, Any] = {"fetched_at": 1000.0, "expires_at": 2000.0, **changes}
+    return OriginRecord(AVAILABLE, 200, body, **fields)
 
 
-def test_least_recently_used_is_evicted() -> None:
-    evicted: list[str] = []
-    store = MemoryOriginStore(2, on_evict=evicted.append)
-    store.put("http://a.com", _record())
-    store.put("http://b.com", _record())
-    store.get("http://a.com")  # a is now the most recently used
-    store.put("http://c.com", _record())
-    assert evicted == ["http://b.com"]
-    assert list(store) == ["http://a.com", "http://c.com"]
+class _Stats:
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] = self.values.get(key, 0) + count
 
 
-def test_replacing_a_record_does_not_evict() -> None:
-    evicted: list[str] = []
-    store = MemoryOriginStore(1, on_evict=evicted.append)
-    store.put("http://a.com", _record())
-    store.put("http://a.com", _record(b""))
-    assert evicted == []
-    assert store.get("http://a.com") == _record(b"")
+def test_memory_store_implements_the_interface() -> None:
+    store: OriginStore = MemoryStore(2)
+    assert run(store.load("http://a.com")) is None
+    version = run(store.save("http://a.com", _record(), None))
+    stored = run(store.load("http://a.com"))
+    assert stored is not None
+    assert (stored.record, stored.version) == (_record(), version)
 
 
-def test_capacity_must_be_positive() -> None:
+def test_save_is_a_compare_and_set_on_the_version() -> None:
+    store = MemoryStore(2)
+    first = run(store.save("http://a.com", _record(), None))
+    assert first is not None
+    assert run(store.save("http://a.com", _record(b""), None)) is None, "a record exists"
+    second = run(store.save("http://a.com", _record(b"2"), first))
+    assert second is not None and second > first
+    assert run(store.save("http://a.com", _record(b"3"), first)) is None, "stale version"
+    stored = run(store.load("http://a.com"))
+    assert stored is not None and stored.record.body == b"2"
+
+
+def test_one_lease_per_key_until_released_or_expired() -> None:
+    store = MemoryStore(2)
+    assert run(store.acquire_lease("http://a.com", "me", 10))
+    assert not run(store.acquire_lease("http://a.com", "peer", 10))
+    assert run(store.acquire_lease("http://b.com", "peer", 10)), "leases are per key"
+    assert run(store.renew_lease("http://a.com", "me", 10))
+    assert not run(store.renew_lease("http://a.com", "peer", 10))
+    run(store.release_lease("http://a.com", "peer"))  # not the owner: no effect
+    assert not run(store.acquire_lease("http://a.com", "peer", 10))
+    run(store.release_lease("http://a.com", "me"))
+    assert run(store.acquire_lease("http://a.com", "peer", 0.01))
+    time.sleep(0.05)
+    assert run(store.acquire_lease("http://a.com", "me", 10)), "an expired lease is free"
+
+
+def test_held_requests_keep_their_order_and_are_taken_once() -> None:
+    store = MemoryStore(2)
+    for token in range(4):
+        run(store.hold("http://a.com", HeldRequest(token, 100.0 + token, f"request {token}")))
+    run(store.hold("http://b.com", HeldRequest(9, 100.0, "other")))
+    assert sorted(run(store.held_keys())) == ["http://a.com", "http://b.com"]
+    taken = run(store.take_held("http://a.com", [2, 0]))
+    assert [held.request for held in taken] == ["request 0", "request 2"]
+    assert [held.token for held in run(store.take_held("http://a.com"))] == [1, 3]
+    assert run(store.take_held("http://a.com")) == []
+    assert run(store.held_keys()) == ["http://b.com"]
+
+
+def test_least_recently_used_record_is_evicted_and_counted() -> None:
+    stats = _Stats()
+    store = MemoryStore(2, stats)
+    for key in ("http://a.com", "http://b.com"):
+        run(store.save(key, _record(), None))
+    run(store.load("http://a.com"))  # a is now the most recently used
+    run(store.save("http://c.com", _record(), None))
+    assert run(store.load("http://b.com")) is None
+    assert run(store.load("http://a.com")) is not None
+    assert stats.values == {"robotstxt/evicted": 1}
+
+
+def test_records_in_backoff_leased_or_with_held_requests_are_never_evicted() -> None:
+    store = MemoryStore(1)
+    backoff = OriginRecord(UNREACHABLE, 503, b"", 1.0, 1.0, 1, time.time() + 60, "HTTP 503")
+    run(store.save("http://backoff.com", backoff, None))
+    run(store.save("http://leased.com", _record(), None))
+    run(store.acquire_lease("http://leased.com", "me", 60))
+    run(store.save("http://held.com", _record(), None))
+    run(store.hold("http://held.com", HeldRequest(1, 1e12, "request")))
+    run(store.save("http://plain.com", _record(), None))
+    run(store.save("http://newest.com", _record(), None))
+    kept = {
+        key
+        for key in ("backoff", "leased", "held", "plain")
+        if run(store.load(f"http://{key}.com"))
+    }
+    assert kept == {"backoff", "leased", "held"}
+    assert len(store) == 4, "exceeds the capacity only by pinned records"
+
+
+def test_lru_capacity_must_be_positive() -> None:
     with pytest.raises(ValueError, match="capacity"):
         LRUCache(0)
 
 
-def test_record_survives_a_json_round_trip() -> None:
-    record = OriginRecord(
-        AVAILABLE,
-        200,
-        b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /\xff\n",
-        fetched_at=1.5,
-        expires_at=86401.5,
-        failures=2,
-        retry_at=120.0,
-        last_failure="twisted.internet.error.ConnectionRefusedError",
-    )
-    assert OriginRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
-
-
-def test_pinned_entries_are_passed_over_and_may_exceed_capacity() -> None:
+def test_pinned_lru_entries_are_passed_over_and_may_exceed_capacity() -> None:
     evicted: list[str] = []
     pinned = {"a", "b"}
     cache: LRUCache[str, int] = LRUCache(
@@ -82,3 +141,17 @@ def test_pinned_entries_are_passed_over_and_may_exceed_capacity() -> None:
     cache.put("e", 5)
     assert evicted == ["c", "d", "a"]
     assert list(cache) == ["b", "e"]
+
+
+def test_record_survives_a_json_round_trip() -> None:
+    record = OriginRecord(
+        AVAILABLE,
+        200,
+        b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /\xff\n",
+        fetched_at=1.5,
+        expires_at=86401.5,
+        failures=2,
+        retry_at=120.0,
+        last_failure="twisted.internet.error.ConnectionRefusedError",
+    )
+    assert OriginRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record

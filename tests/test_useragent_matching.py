@@ -144,3 +144,43 @@ def test_a_value_with_no_product_token_names_nobody() -> None:
     for value in ("/1.0", "ツ", "(compatible)", "123bot"):
         assert not blocked(value, "anybot"), value
         assert not blocked(value, value), value
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [
+        # RFC 9110 10.1.5: "User-Agent = product *( RWS ( product / comment ) )"; the
+        # first product names the crawler, even without a version or a comment.
+        ("FigTree Robot libwww-perl/5.04", "FigTree"),
+        ("Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", "Slackbot-LinkExpanding"),
+        ("MyBot MoreInfo/2 (+https://x)", "MyBot"),
+    ],
+)
+def test_a_header_of_several_products_means_the_first(header: str, token: str) -> None:
+    body = f"User-agent: *\nAllow: /\n\nUser-agent: {token}\nDisallow: /\n".encode()
+    decision = RobotsTxt.parse(body).explain(URL, header)
+    assert (decision.allowed, decision.user_agents) == (False, (token,))
+
+
+def test_bare_words_are_no_header_and_name_no_group() -> None:
+    # Google's GoogleOnly_AcceptUserAgentUpToFirstSpace: "User-Agent: Foo Bar" applies to
+    # "Foo", but a crawler calling itself "Foo Bar" gets the "*" group. Without a
+    # version or a comment, "Foo Bar" is not read as a header of two products.
+    body = b"User-Agent: *\nDisallow: /\nUser-Agent: Foo Bar\nAllow: /x/\nDisallow: /\n"
+    assert RobotsTxt.parse(body).explain(f"{URL}/x/y", "Foo Bar").user_agents == ("*",)
+    assert RobotsTxt.parse(body).explain(f"{URL}/x/y", "Foo/1 Bar").user_agents == ("Foo Bar",)
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["MJ12bot", "MJ12bot/v1.4.8", "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)"],
+)
+def test_an_invalid_product_token_only_ever_gets_the_star_group(header: str) -> None:
+    # RFC 9309 2.2.1: a product token holds letters, "_" and "-" only. "User-agent: MJ12bot"
+    # is cut to "MJ" (as Google cuts it); the crawler's token is "MJ12bot", which no
+    # group can name, so not even the cut one applies: only "*".
+    body = b"User-agent: *\nDisallow: /star\n\nUser-agent: MJ12bot\nDisallow: /\n"
+    rules = RobotsTxt.parse(body)
+    assert rules.explain(URL, header).user_agents == ("*",)
+    assert rules.allowed(URL, header) is True
+    assert rules.allowed("https://example.com/star", header) is False

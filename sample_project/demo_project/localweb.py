@@ -219,17 +219,22 @@ class DemoWeb:
 
     host = "127.0.0.1"
 
-    def __init__(self, sites: list[DemoSite]) -> None:
+    def __init__(self, sites: list[DemoSite], port_base: int = 0) -> None:
         self.sites = {site.name: site for site in sites}
+        #: 0: any free port per site; else consecutive ports from here, so that a paused
+        #: crawl (JOBDIR) finds the same origins when it resumes.
+        self.port_base = port_base
         self._ports: list[IListeningPort] = []
 
     def start(self) -> None:
-        """Listen on one free port per site (call with the reactor installed)."""
+        """Listen on one port per site (call with the reactor installed)."""
         from twisted.internet import reactor
 
-        for site in self.sites.values():
+        for number, site in enumerate(self.sites.values()):
             port = reactor.listenTCP(  # type: ignore[attr-defined]
-                0, _QuietSite(_SiteResource(site, self)), interface=self.host
+                self.port_base + number if self.port_base else 0,
+                _QuietSite(_SiteResource(site, self)),
+                interface=self.host,
             )
             site.port = port.getHost().port
             self._ports.append(port)
@@ -295,7 +300,9 @@ Disallow: /
 """
 
 
-def build_demo_web(*, flaky_failures: int = 3, slow_delay: float = 3.0) -> DemoWeb:
+def build_demo_web(
+    *, flaky_failures: int = 3, slow_delay: float = 3.0, port_base: int = 0
+) -> DemoWeb:
     """The demo's sites; ``shop:/`` links to all the others."""
     return DemoWeb(
         [
@@ -376,5 +383,6 @@ def build_demo_web(*, flaky_failures: int = 3, slow_delay: float = 3.0) -> DemoW
                 robots=ErrorPage(404, "Not Found"),
                 files={"/robots/docs.txt": DOCS_RULES},
             ),
-        ]
+        ],
+        port_base,
     )

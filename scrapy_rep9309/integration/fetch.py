@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
-from scrapy.exceptions import StopDownload
+from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
@@ -23,6 +24,7 @@ from scrapy_rep9309.policy.fetchresult import (
     answered,
     failed,
     redirect_target,
+    refused_locally,
     refused_redirect,
     unfollowable,
 )
@@ -92,11 +94,24 @@ def robots_request(
     *,
     proxy: str | None = None,
     user_agent: str | bytes | None = None,
+    extra_meta: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
 ) -> Request:
-    """The request for one hop; headers other than User-Agent come from the crawl's middlewares."""
-    meta = {**ROBOTS_REQUEST_META, SIZE_BUDGET_META: _SizeBudget(max_size)}
+    """The request for one hop; headers other than User-Agent come from the crawl's middlewares.
+
+    ``extra_meta`` (REP9309_FETCH_META) comes after the triggering request's ``proxy``,
+    so ``{"proxy": None}`` sends robots.txt direct; it cannot change the control keys
+    (the settings refuse such a value). ``timeout`` (REP9309_FETCH_TIMEOUT) becomes
+    ``download_timeout``; without it the crawl's DownloadTimeoutMiddleware sets one.
+    """
+    meta: dict[str, Any] = dict(ROBOTS_REQUEST_META)
     if proxy:
         meta["proxy"] = proxy
+    if extra_meta:
+        meta.update(extra_meta)
+    if timeout is not None:
+        meta["download_timeout"] = timeout
+    meta[SIZE_BUDGET_META] = _SizeBudget(max_size)
     headers = {"User-Agent": user_agent} if user_agent else None
     return Request(url, meta=meta, headers=headers, callback=NO_CALLBACK, dont_filter=True)
 
@@ -120,8 +135,9 @@ async def fetch_robots_txt(
 ) -> FetchResult:
     """Fetch ``origin``'s robots.txt, following at most REP9309_MAX_REDIRECTS redirects.
 
-    Never raises for network errors or odd responses: every failure is a
-    classified ``FetchResult``. Counts the ``robotstxt/*`` fetch stats.
+    Each hop carries REP9309_FETCH_META and REP9309_FETCH_TIMEOUT. Never raises for
+    network errors or odd responses: every failure is a classified ``FetchResult``.
+    Counts the ``robotstxt/*`` fetch stats.
     """
     _ensure_size_limiter(crawler)
     stats = crawler.stats
@@ -130,10 +146,21 @@ async def fetch_robots_txt(
     visited = {url}
     redirects: list[str] = []
     while True:
-        request = robots_request(url, settings.max_size, proxy=proxy, user_agent=user_agent)
+        request = robots_request(
+            url,
+            settings.max_size,
+            proxy=proxy,
+            user_agent=user_agent,
+            extra_meta=settings.fetch_meta,
+            timeout=settings.fetch_timeout,
+        )
         stats.inc_value("robotstxt/request_count")
         try:
             response = await download(crawler, request)
+        except IgnoreRequest as exc:
+            reason = f"{global_object_name(type(exc))}: {exc}"
+            logger.debug("robots.txt %s refused by the crawl: %s", url, reason)
+            return _count(crawler, refused_locally(origin, url, tuple(redirects), reason))
         except Exception as exc:
             error = global_object_name(type(exc))
             stats.inc_value(f"robotstxt/exception_count/{error}")

@@ -1,71 +1,62 @@
 """RobotsTxtMiddleware: decide every request by its origin's robots.txt (RFC 9309).
 
-Requests whose origin's robots.txt is not known yet are taken out of the
-engine's flow in the ``request_scheduled`` signal (held in ``HeldRequests``),
-so they never occupy the downloader while waiting; they are handed back to the
-engine once the fetch answers. Requests of known origins are decided in
-``process_request``. The README section "How it works" describes the flow.
+This module only translates Scrapy's signals and middleware hooks: a request whose
+origin has no usable copy is handed to the driver to be held (``request_scheduled``,
+so it never occupies the downloader while waiting); every request about to be
+downloaded is decided by the newest usable copy (``process_request``). What happens
+per origin (fetches, retries, releases) is the origin state machine's business
+(``policy/machine.py``), carried out by ``driver.py``. README "How it works".
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import logging
 import time
-import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
-from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
+from scrapy.utils.misc import build_from_crawler
 
+from scrapy_rep9309.integration.accounting import Accounting
 from scrapy_rep9309.integration.crawlagent import crawl_user_agent
 from scrapy_rep9309.integration.crawldelay import raise_slot_delay
-from scrapy_rep9309.integration.lifecycle import RobotsLifecycle
+from scrapy_rep9309.integration.driver import (
+    EXPIRED_META,
+    Leftover,
+    OriginDriver,
+    call_errback,
+    closing_reason,
+)
+from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, read_state, write_state
+from scrapy_rep9309.integration.requestcodec import RequestCodec
+from scrapy_rep9309.integration.resilience import PatientStore
 from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
-from scrapy_rep9309.integration.timers import Timers
-from scrapy_rep9309.policy.holding import HeldRequests
+from scrapy_rep9309.integration.startup import log_parser_implementation
+from scrapy_rep9309.policy.decision import explain, is_allowed
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
-from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
-from scrapy_rep9309.policy.report import OriginReport, summary_line
+from scrapy_rep9309.policy.report import summary_line
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
-    from scrapy.statscollectors import StatsCollector
     from typing_extensions import Self  # typing.Self requires Python 3.11
 
-    from scrapy_rep9309.policy.fetchresult import FetchResult
+    from scrapy_rep9309.policy.record import OriginRecord
+    from scrapy_rep9309.policy.report import OriginReport
 
 logger = logging.getLogger(__name__)
 
 #: Set on every request that went through the scheduler (survives JOBDIR queues).
 SCHEDULED_META = "rep9309_scheduled"
-#: On a copy re-scheduled because its origin became unknown after scheduling: how many times.
+#: On a copy re-scheduled because its origin had no usable copy at download time: how many times.
 REQUEUED_META = "rep9309_requeued"
-#: A copy is decided by the robots.txt it was held for (or let through with), so in
-#: memory it comes back once at most; a disk queue (JOBDIR) loses that link, and then
-#: this many trips back at most, before it waits in ``process_request`` instead.
+#: Trips back to be held at most; then the request waits in ``process_request``.
 MAX_REQUEUES = 3
-#: Reason why a held request waited too long; ``process_request`` ignores it with that reason.
-EXPIRED_META = "rep9309_expired"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 _SCHEMES = ("http", "https")
-_EXPIRY_TIMER = "expiry"
-#: OriginReport counter -> the crawl stat counting the same requests.
-_STATS = {
-    "forbidden": "robotstxt/forbidden",
-    "deferred": "robotstxt/deferred",
-    "released": "robotstxt/deferred/released",
-    "expired": "robotstxt/deferred/expired",
-    "closed": "robotstxt/deferred/closed",
-}
-WAIT_POLL_INTERVAL = 1.0
 
 
 class RobotsTxtMiddleware:
@@ -75,29 +66,24 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.settings = settings
         assert crawler.stats is not None
-        self.stats: StatsCollector = crawler.stats
-        self.lifecycle = RobotsLifecycle(
-            crawler, settings, on_answer=self._answered, still_wanted=self._waiting
-        )
-        self._held = HeldRequests()
-        self._timers = Timers()
-        self._waiters: dict[Origin, list[Deferred[None]]] = {}
-        # Requests handed back after a fetch, with the record they waited for:
-        # they are decided by it while it is valid, even if it was evicted meanwhile
-        # (with a small REP9309_CACHE_SIZE, origins would otherwise evict each
-        # other's rules before their requests reach the downloader, forever).
-        self._released: weakref.WeakKeyDictionary[Request, OriginRecord] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._reports: dict[Origin, OriginReport] = {}
+        self.stats = crawler.stats
+        self.accounting = Accounting(crawler.stats)
+        self.store = build_from_crawler(settings.store, crawler)
+        # The driver's store calls wait out outages (README "Running a fleet").
+        patient = PatientStore(self.store, crawler.stats)
+        self.driver = OriginDriver(crawler, settings, patient, self.accounting)
         self._offsite: list[OffsiteMiddleware] = []
         self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
+        self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
+        self._codec = RequestCodec(None)
+        self._restored: dict[str, OriginRecord] = {}
         self._closed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         settings = Rep9309Settings.from_settings(crawler.settings)
         check_builtin_disabled(crawler.settings)
+        log_parser_implementation()
         middleware = cls(crawler, settings)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
@@ -107,7 +93,7 @@ class RobotsTxtMiddleware:
 
     # -- signals ---------------------------------------------------------------
 
-    def spider_opened(self, spider: Spider) -> None:
+    async def spider_opened(self, spider: Spider) -> None:
         self._default_user_agent = crawl_user_agent(self.crawler.settings, spider)
         engine = self.crawler.engine
         if engine is not None:
@@ -116,44 +102,149 @@ class RobotsTxtMiddleware:
                 for mw in engine.downloader.middleware.middlewares
                 if isinstance(mw, OffsiteMiddleware)
             ]
+        self._codec = RequestCodec(spider)
+        await self.store.open(self._codec, self._changed_elsewhere)
+        self.driver.start_orphan_sweep()
+        if self._jobdir:
+            await self._resume(read_state(self._jobdir))
 
     def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
         """Hold the request (raising IgnoreRequest keeps it out of the scheduler) if its
-        origin's robots.txt is not known; let it through otherwise."""
+        origin has no usable copy; let it through otherwise."""
         if self._closed or _skipped(request) or request.meta.get(EXPIRED_META):
             return
         origin = _origin_key(request)
         if origin is None:  # counted in process_request
             return
         request.meta[SCHEDULED_META] = True
-        record = self.lifecycle.usable_record(origin)
+        driver = self.driver
+        record = driver.usable(origin)
         if record is not None:
             if request.meta.get(REQUEUED_META):
-                self._released.setdefault(request, record)
+                driver.released.setdefault(request, record)
             return
-        if request in self._released:
+        if request in driver.released or self._dropped_as_offsite(request):
             return
-        if self._dropped_as_offsite(request):
-            return
-        self._hold(origin, request)
+        driver.hold(origin, request)
         raise IgnoreRequest(f"Held until the robots.txt of {origin} is known")
 
     def spider_idle(self, spider: Spider | None = None) -> None:
-        if len(self._held) or self.lifecycle.busy:
+        if self.driver.busy:
             raise DontCloseSpider
 
     async def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
+        """Decide what an answer during closing decided; save (JOBDIR) or errback the rest."""
         self._closed = True
-        self.lifecycle.close()
-        self._timers.cancel_all()
-        for waiters in self._waiters.values():
-            for waiter in waiters:
-                _fire(waiter)
-        self._waiters.clear()
-        for entry in self._held.drain():
-            self._count(entry.origin, "closed")
-            await _call_errback(entry.request, IgnoreRequest(_closing_reason(entry.origin)))
-        logger.info(summary_line(self._reports.values(), self.stats.get_stats()))
+        to_save: list[Leftover] = []
+        for leftover in await self.driver.close():
+            if leftover.record is not None and await self._forbidden_at_close(leftover):
+                continue
+            if self._jobdir:
+                to_save.append(leftover)
+            else:
+                await self._close_unsent(leftover)
+        if self._jobdir:
+            await self._pause(to_save)
+        await self.store.close()
+        logger.info(summary_line(self.accounting.reports(), self.stats.get_stats()))
+
+    async def _forbidden_at_close(self, leftover: Leftover) -> bool:
+        """Decide a request its robots.txt answered for while the spider was closing:
+        a forbidden one ends here (forbidden), an allowed one is left to save or close."""
+        assert leftover.record is not None
+        try:
+            self._decide(leftover.origin, leftover.record, leftover.request)
+        except IgnoreRequest as forbidden:
+            self.accounting.count(leftover.origin, "released")
+            await call_errback(leftover.request, forbidden)
+            return True
+        return False
+
+    async def _close_unsent(self, leftover: Leftover) -> None:
+        self.accounting.count(leftover.origin, "closed")
+        if leftover.record is None:
+            reason = closing_reason(leftover.origin)
+        else:
+            reason = f"Spider closed before {leftover.request.url} could be downloaded"
+        await call_errback(leftover.request, IgnoreRequest(reason))
+
+    async def _pause(self, leftovers: list[Leftover]) -> None:
+        """Write the records and the held requests under JOBDIR for the resume; a request
+        that cannot be serialised is closed (errback), named in one WARNING."""
+        now = time.time()
+        state = JobState(records=self._records_to_save(now))
+        unsaved: list[Leftover] = []
+        for leftover in leftovers:
+            try:
+                data = self._codec.encode(leftover.request)
+            except Exception:  # e.g. a lambda callback, an unpicklable meta value
+                unsaved.append(leftover)
+                continue
+            remaining = max(0.0, leftover.deadline - now)
+            state.held.append(SavedRequest(str(leftover.origin), remaining, data))
+            self.accounting.count(leftover.origin, "saved")
+        if unsaved:
+            logger.warning(
+                "%d held requests cannot be saved for the resume (they cannot be "
+                "serialised, e.g. a lambda callback) and go to their errback: %s",
+                len(unsaved),
+                ", ".join(str(leftover.request) for leftover in unsaved),
+            )
+            for leftover in unsaved:
+                await self._close_unsent(leftover)
+        path = write_state(self._jobdir, state, now)
+        logger.info(
+            "Saved the robots.txt state for the resume: %d origins, %d held requests, in %s",
+            len(state.records),
+            len(state.held),
+            path,
+        )
+
+    def _records_to_save(self, now: float) -> dict[str, OriginRecord]:
+        """The records restored at the start, updated by this run's: REP9309_CACHE_SIZE of
+        them at most, the most recently fetched first, never dropping one in backoff."""
+        records = {**self._restored, **self.driver.records()}
+        if len(records) <= self.settings.cache_size:
+            return records
+        newest_first = sorted(records.items(), key=lambda item: -item[1].fetched_at)
+        kept = dict(newest_first[: self.settings.cache_size])
+        kept.update((key, record) for key, record in records.items() if record.retry_at > now)
+        return kept
+
+    async def _resume(self, state: JobState) -> None:
+        """Restore the saved records (a store that already has newer ones keeps them) and
+        hold the saved requests again, in their order, with the defer time they had left."""
+        self._restored = state.records
+        for key, record in state.records.items():
+            await self.store.save(key, record, None)
+        now = time.time()
+        undecodable = 0
+        for saved in state.held:
+            origin = Origin.from_url(saved.origin)
+            try:
+                request = self._codec.decode(saved.data)
+            except Exception:
+                undecodable += 1
+                continue
+            if origin is None:
+                undecodable += 1
+                continue
+            self.driver.hold(origin, request, deadline=now + saved.remaining)
+        if undecodable:
+            logger.warning(
+                "%d saved held requests could not be restored (the spider changed?)",
+                undecodable,
+            )
+        if state.records or state.held:
+            logger.info(
+                "Resumed the robots.txt state: %d origins, %d held requests",
+                len(state.records),
+                len(state.held) - undecodable,
+            )
+
+    def _changed_elsewhere(self, key: str) -> None:
+        """A store shared with other processes says another one changed ``key``'s record."""
+        self.driver.changed_elsewhere(key)
 
     # -- downloader middleware ------------------------------------------------
 
@@ -165,54 +256,45 @@ class RobotsTxtMiddleware:
         expired = request.meta.get(EXPIRED_META)
         if expired:
             raise IgnoreRequest(expired)
-        origin = self._origin_of(request)
+        origin = _origin_key(request)
         if origin is None:
+            self.stats.inc_value("robotstxt/invalid_origin")
             return None
-        record = self._released.pop(request, None)
-        if record is not None and not request.meta.get(REQUEUED_META):
-            # Expired while queued: the current robots.txt decides (a requeued copy
-            # keeps the one it came back for, so it never bounces twice).
-            if not record.is_usable(time.time(), self.settings.stale_ttl):
-                record = None
-        if record is None:
-            record = self.lifecycle.usable_record(origin)
+        record = self.driver.decisive(origin, request)
+        if record is None and self.driver.shared:
+            record = await self.driver.peek(origin)
         if record is None:
             if request.meta.get(SCHEDULED_META) and _requeues(request) < MAX_REQUEUES:
                 return self._requeue(request)
-            record = await self._wait_for_record(origin, request)
+            record = await self.driver.wait(origin, request)
         self._decide(origin, record, request)
         return None
 
     def origin_reports(self) -> list[OriginReport]:
         """Per-origin outcome and counters so far, sorted by origin."""
-        return sorted(
-            (dataclasses.replace(report) for report in self._reports.values()),
-            key=lambda report: report.origin,
-        )
+        return self.accounting.reports()
 
     # -- decisions --------------------------------------------------------------
 
     def _decide(self, origin: Origin, record: OriginRecord, request: Request) -> None:
-        if record.outcome != AVAILABLE:
-            return
-        rules = self.lifecycle.rules(origin, record)
+        rules = self.driver.rules(origin, record) if record.body else None
         user_agent = self._user_agent(request)
-        if not rules.allowed(request.url, user_agent):
+        if not is_allowed(record.outcome, rules, request.url, user_agent):
             # The same decision again, with its reason: only forbidden requests pay for it.
-            decision = rules.explain(request.url, user_agent)
-            self._count(origin, "forbidden")
+            decision = explain(record.outcome, rules, request.url, user_agent).decision
+            self.accounting.count(origin, "forbidden")
             logger.debug(
                 "Forbidden by robots.txt: %(request)s (%(rule)s, line %(line)s of %(robots)s)",
                 {
                     "request": request,
-                    "rule": decision.rule,
-                    "line": decision.line,
+                    "rule": None if decision is None else decision.rule,
+                    "line": None if decision is None else decision.line,
                     "robots": origin.robots_url,
                 },
                 extra={"spider": self.crawler.spider},
             )
             raise IgnoreRequest(FORBIDDEN_MESSAGE)
-        if self.settings.crawl_delay:
+        if self.settings.crawl_delay and rules is not None:
             delay = rules.crawl_delay(user_agent)
             engine = self.crawler.engine
             if delay and engine is not None:
@@ -229,12 +311,6 @@ class RobotsTxtMiddleware:
             return header.decode("latin-1")
         return self._default_user_agent
 
-    def _origin_of(self, request: Request) -> Origin | None:
-        origin = _origin_key(request)
-        if origin is None:
-            self.stats.inc_value("robotstxt/invalid_origin")
-        return origin
-
     def _dropped_as_offsite(self, request: Request) -> bool:
         """Whether OffsiteMiddleware drops this request in the same signal (no fetch for it)."""
         if not self._offsite or request.dont_filter or request.meta.get("allow_offsite"):
@@ -242,154 +318,12 @@ class RobotsTxtMiddleware:
         spider = self.crawler.spider
         return any(not mw.should_follow(request, spider) for mw in self._offsite)
 
-    # -- holding ------------------------------------------------------------------
-
-    def _hold(self, origin: Origin, request: Request) -> None:
-        deadline = time.monotonic() + self.settings.defer_timeout
-        self._held.hold(origin, request, deadline)
-        self._count(origin, "deferred")
-        self.lifecycle.request_fetch(origin, request)
-        if not self._timers.pending(_EXPIRY_TIMER):
-            self._timers.schedule(_EXPIRY_TIMER, self.settings.defer_timeout, self._expire)
-
     def _requeue(self, request: Request) -> Request:
         """A copy for the engine to schedule again, so that it is held, not waited for here."""
         self.stats.inc_value("robotstxt/requeued")
         copy = request.replace(dont_filter=True)
         copy.meta[REQUEUED_META] = _requeues(request) + 1
         return copy
-
-    def _release(self, origin: Origin, record: OriginRecord) -> None:
-        engine = self.crawler.engine
-        assert engine is not None
-        if _engine_closing(self.crawler):
-            return  # a closing engine drops new requests silently; spider_closed errbacks them
-        for entry in self._held.release(origin):
-            self._count(origin, "released")
-            self._released[entry.request] = record
-            try:
-                engine.crawl(entry.request)
-            except Exception:  # e.g. a custom scheduler or dupefilter: the others still go
-                logger.exception("Scheduling the released request %s failed", entry.request)
-
-    def _expire(self) -> None:
-        """Send requests held REP9309_DEFER_TIMEOUT to their errback (via process_request)."""
-        engine = self.crawler.engine
-        assert engine is not None
-        if _engine_closing(self.crawler):
-            return  # left held: spider_closed hands them to their errback
-        for entry in self._held.expire(time.monotonic()):
-            self._count(entry.origin, "expired")
-            copy = entry.request.replace(dont_filter=True)
-            copy.meta[EXPIRED_META] = self._expiry_reason(entry.origin)
-            engine.crawl(copy)
-        deadline = self._held.next_deadline()
-        if deadline is not None:
-            self._timers.schedule(_EXPIRY_TIMER, deadline - time.monotonic(), self._expire)
-
-    def _expiry_reason(self, origin: Origin) -> str:
-        failure = self.lifecycle.last_failure(origin)
-        if failure:
-            why = f"{UNREACHABLE}: {failure}"
-        else:
-            why = "no answer yet"
-        return (
-            f"robots.txt of {origin} still unknown after {self.settings.defer_timeout:g} s ({why})"
-        )
-
-    async def _wait_for_record(self, origin: Origin, request: Request) -> OriginRecord:
-        """For requests never scheduled (``engine.download_async``): wait here instead.
-
-        Such a request sits in the engine's in-progress set, which the engine waits
-        to empty before it closes the spider: wake up every WAIT_POLL_INTERVAL
-        seconds to give up if the spider is closing.
-        """
-        deadline = time.monotonic() + self.settings.defer_timeout
-        self._count(origin, "deferred")
-        while True:
-            record = self.lifecycle.usable_record(origin)
-            if record is not None:
-                self._count(origin, "released")
-                return record
-            if self._closed or _engine_closing(self.crawler):
-                self._count(origin, "closed")
-                raise IgnoreRequest(_closing_reason(origin))
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self._count(origin, "expired")
-                raise IgnoreRequest(self._expiry_reason(origin))
-            self.lifecycle.request_fetch(origin, request)
-            waiter: Deferred[None] = Deferred()
-            self._waiters.setdefault(origin, []).append(waiter)
-            timer = ("wait", id(waiter))
-            self._timers.schedule(timer, min(remaining, WAIT_POLL_INTERVAL), _fire, waiter)
-            await maybe_deferred_to_future(waiter)
-            self._timers.cancel(timer)
-            waiters = self._waiters.get(origin)
-            if waiters and waiter in waiters:
-                waiters.remove(waiter)
-
-    # -- answers ------------------------------------------------------------------------
-
-    def _waiting(self, origin: Origin) -> bool:
-        return bool(self._held.count(origin) or self._waiters.get(origin))
-
-    async def _answered(self, origin: Origin, record: OriginRecord, result: FetchResult) -> None:
-        """A fetch ended: report it, release held requests if it is usable, wake waiters."""
-        report = self._report(origin)
-        report.outcome = record.outcome
-        report.status = result.status
-        now = time.time()
-        self._log_outcome(origin, result, record, now)
-        if record.is_usable(now, self.settings.stale_ttl):
-            self._release(origin, record)
-        for waiter in self._waiters.pop(origin, []):
-            _fire(waiter)
-
-    def _log_outcome(
-        self, origin: Origin, result: FetchResult, record: OriginRecord, now: float
-    ) -> None:
-        held = self._held.count(origin)
-        if result.outcome != UNREACHABLE:
-            logger.debug(
-                "robots.txt of %s: %s (HTTP %s%s)",
-                origin,
-                result.outcome,
-                result.status,
-                f", {len(result.redirects)} redirects" if result.redirects else "",
-            )
-        elif record.answered:
-            logger.info(
-                "robots.txt of %s unreachable (%s); using the copy fetched %.0f s ago, "
-                "next attempt in %.1f s",
-                origin,
-                record.last_failure,
-                now - record.fetched_at,
-                record.retry_at - now,
-            )
-        else:
-            logger.info(
-                "robots.txt of %s unreachable (%s): %d requests held, next attempt in %.1f s",
-                origin,
-                record.last_failure,
-                held,
-                record.retry_at - now,
-            )
-
-    # -- bookkeeping ------------------------------------------------------------------
-
-    def _report(self, origin: Origin) -> OriginReport:
-        report = self._reports.get(origin)
-        if report is None:
-            report = self._reports[origin] = OriginReport(str(origin))
-        return report
-
-    def _count(self, origin: Origin, counter: str) -> None:
-        """Count one request in the crawl stats and in its origin's report alike, so the
-        two always agree (``deferred == released + expired + closed`` in both)."""
-        self.stats.inc_value(_STATS[counter])
-        report = self._report(origin)
-        setattr(report, counter, getattr(report, counter) + 1)
 
 
 def _skipped(request: Request) -> bool:
@@ -404,50 +338,6 @@ def _requeues(request: Request) -> int:
     return int(request.meta.get(REQUEUED_META) or 0)
 
 
-def _closing_reason(origin: Origin) -> str:
-    return f"Spider closed before the robots.txt of {origin} was known"
-
-
 def _origin_key(request: Request) -> Origin | None:
     parts = urlparse_cached(request)
     return origin_of_netloc(parts.scheme, parts.netloc)
-
-
-def _engine_closing(crawler: Crawler) -> bool:
-    """Whether the engine started closing the spider.
-
-    No public API tells; ``ExecutionEngine._slot.closing`` is set from the start of
-    ``close_spider_async`` until the end. If it is ever renamed, this says "no",
-    which only loses the early give-up, never a decision.
-    """
-    slot = getattr(crawler.engine, "_slot", None)
-    return getattr(slot, "closing", None) is not None
-
-
-def _fire(waiter: Deferred[None]) -> None:
-    if not waiter.called:
-        waiter.callback(None)
-
-
-async def _call_errback(request: Request, exception: Exception) -> None:
-    """Hand ``exception`` to the request's errback the way Scrapy would, output discarded.
-
-    Used when the spider closes with requests still held: the engine no longer
-    accepts new requests or items then, so whatever the errback yields is dropped.
-    """
-    if request.errback is None:
-        return
-    failure = Failure(exception)
-    failure.request = request  # type: ignore[attr-defined]
-    try:
-        output: Any = request.errback(failure)
-        if inspect.isawaitable(output):
-            output = await output
-        if hasattr(output, "__aiter__"):
-            async for _ in output:
-                pass
-        elif output is not None and not isinstance(output, Failure) and hasattr(output, "__iter__"):
-            for _ in output:
-                pass
-    except Exception:
-        logger.exception("Errback of %s failed while the spider was closing", request)

@@ -44,3 +44,12 @@ class RobotParser(ScrapyRobotParser):
 
     def crawl_delay(self, user_agent: str | bytes) -> float | None:
         return self.rules.crawl_delay(_text(user_agent))
+
+    def sitemaps(self) -> list[str]:
+        """The ``Sitemap:`` URLs of the file, in file order, as written (maybe relative).
+
+        Scrapy's ``RobotParser.sitemaps()`` (``SitemapSpider`` reads them from the
+        ``robots_parsed`` signal instead of downloading robots.txt a second time);
+        defined here whatever the installed Scrapy, so either finds them.
+        """
+        return self.rules.sitemaps

@@ -6,19 +6,27 @@ setting, rather than surface hours later as a crawl that ignores robots.txt.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
+from scrapy_rep9309.integration.fetch import ROBOTS_REQUEST_META
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIZE
+from scrapy_rep9309.storage.memory import MemoryStore
 
 MIN_MAX_SIZE = DEFAULT_MAX_SIZE
+DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+DEFAULT_REDIS_PREFIX = "rep9309"
 BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 THIS_MIDDLEWARE = "scrapy_rep9309.RobotsTxtMiddleware"
 
@@ -42,6 +50,11 @@ class Rep9309Settings:
     cache_size: int = 10000
     crawl_delay: bool = False
     crawl_delay_max: float = 60.0
+    store: type = MemoryStore
+    #: Meta merged into every robots.txt request (REP9309_FETCH_META), read-only.
+    fetch_meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    #: ``download_timeout`` of robots.txt requests; None leaves the crawl's own timeout.
+    fetch_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.retry_max_delay < self.retry_delay:
@@ -49,6 +62,11 @@ class Rep9309Settings:
                 f"REP9309_RETRY_MAX_DELAY ({self.retry_max_delay}) must not be smaller "
                 f"than REP9309_RETRY_DELAY ({self.retry_delay})"
             )
+        conflict = fetch_meta_conflict(self.fetch_meta)
+        if conflict is not None:
+            raise SettingsError(f"Invalid value for REP9309_FETCH_META: {conflict}")
+        # A caller's dict must not change the requests behind the validation's back.
+        object.__setattr__(self, "fetch_meta", MappingProxyType(dict(self.fetch_meta)))
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Rep9309Settings:
@@ -76,7 +94,52 @@ class Rep9309Settings:
             crawl_delay_max=_read(
                 settings, "REP9309_CRAWL_DELAY_MAX", _non_negative, defaults.crawl_delay_max
             ),
+            store=_read(settings, "REP9309_STORE", _store_class, defaults.store),
+            fetch_meta=_read(settings, "REP9309_FETCH_META", _meta_dict, defaults.fetch_meta),
+            fetch_timeout=_read(settings, "REP9309_FETCH_TIMEOUT", _positive, None),
         )
+
+
+@dataclass(frozen=True)
+class RedisStoreSettings:
+    """Where the fleet's store lives (read when ``REP9309_STORE`` is ``RedisStore``)."""
+
+    url: str = DEFAULT_REDIS_URL
+    prefix: str = DEFAULT_REDIS_PREFIX
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> RedisStoreSettings:
+        """REP9309_REDIS_URL, else scrapy-redis's REDIS_URL, else the local default."""
+        url = _read(settings, "REP9309_REDIS_URL", _redis_url, None)
+        if url is None:
+            url = _read(settings, "REDIS_URL", _redis_url, DEFAULT_REDIS_URL)
+        prefix = _read(settings, "REP9309_REDIS_PREFIX", _redis_prefix, DEFAULT_REDIS_PREFIX)
+        return cls(url=url, prefix=prefix)
+
+
+def fetch_meta_conflict(meta: Mapping[str, Any]) -> str | None:
+    """Why ``meta`` cannot be merged into robots.txt requests, or None if it can.
+
+    The keys this package sets on its robots.txt requests keep it correct: without
+    ``dont_obey_robotstxt`` the middleware would hold its own fetch, without
+    ``dont_redirect`` or ``dont_retry`` Scrapy would follow or retry behind the hop
+    limit and the backoff, a ``download_maxsize`` would fail a large file instead of
+    truncating it. They may appear only with the value this package gives them.
+    ``download_timeout`` has its own setting; ``rep9309_*`` keys are this package's.
+    """
+    for key, value in meta.items():
+        if not isinstance(key, str):
+            return f"meta keys must be strings, got {key!r}"
+        if key == "download_timeout":
+            return "set the robots.txt download timeout with REP9309_FETCH_TIMEOUT"
+        if key.lstrip("_").startswith("rep9309_"):
+            return f"{key!r} is reserved for scrapy-rep9309"
+        if key in ROBOTS_REQUEST_META and value != ROBOTS_REQUEST_META[key]:
+            return (
+                f"{key!r} is set to {ROBOTS_REQUEST_META[key]!r} on robots.txt requests "
+                "by scrapy-rep9309 itself and cannot be changed"
+            )
+    return None
 
 
 def check_builtin_disabled(settings: BaseSettings) -> None:
@@ -148,6 +211,43 @@ _non_negative_int = _at_least(0, whole=True)
 _max_size = _at_least(MIN_MAX_SIZE, whole=True, unit=" bytes (RFC 9309 section 2.5)")
 
 
+def _store_class(value: Any) -> type:
+    """An import path (or the class itself) of a class with ``from_crawler``."""
+    try:
+        cls = load_object(value) if isinstance(value, str) else value
+    except (ImportError, AttributeError, NameError) as exc:
+        raise ValueError(f"cannot import it: {exc}") from None
+    if not isinstance(cls, type) or not callable(getattr(cls, "from_crawler", None)):
+        raise TypeError("expected the import path of a store class with from_crawler()")
+    return cls
+
+
+def _redis_url(value: Any) -> str:
+    """A ``redis://``, ``rediss://`` or ``unix://`` URL, as redis-py reads them."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a URL string, got {type(value).__name__}")
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ValueError("expected redis://host:port/db, rediss://... or unix:///path")
+    if parts.scheme != "unix" and not parts.hostname:
+        raise ValueError("no host")
+    if parts.scheme == "unix" and not parts.path:
+        raise ValueError("no socket path")
+    parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    return value.strip()
+
+
+_PREFIX = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _redis_prefix(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    if not _PREFIX.fullmatch(value):
+        raise ValueError("1 to 64 letters, digits, '_', '.', ':' or '-'")
+    return value
+
+
 def _to_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -156,6 +256,20 @@ def _to_bool(value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("1", "true", "0", "false"):
         return value.strip().lower() in ("1", "true")
     raise ValueError("expected True or False")
+
+
+def _meta_dict(value: Any) -> Mapping[str, Any]:
+    """A dict, or its JSON text as given on the command line (like ``Settings.getdict``)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a JSON object: {exc}") from None
+    if isinstance(value, BaseSettings):
+        value = value.copy_to_dict()
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected a dict of request meta, got {type(value).__name__}")
+    return dict(value)
 
 
 def _to_optional_str(value: Any) -> str | None:

@@ -43,6 +43,9 @@ class FetchResult:
     retry_after: float | None = None
     max_age: float | None = None
     no_store: bool = False
+    #: The request was refused before it left (another downloader middleware raised
+    #: IgnoreRequest): nothing was asked of the server, so nothing says it is down.
+    refused: bool = False
 
 
 def answered(
@@ -98,6 +101,14 @@ def refused_redirect(
 ) -> FetchResult:
     """The result when a redirect is not followed: "unavailable", ``error`` says why."""
     return FetchResult(origin, UNAVAILABLE, status, b"", redirects, url, error=reason)
+
+
+def refused_locally(
+    origin: Origin, url: str, redirects: tuple[str, ...], reason: str
+) -> FetchResult:
+    """The result when the crawl itself refused the request: "unavailable" (allow all),
+    as Scrapy's built-in middleware does; a local refusal is not an unreachable server."""
+    return FetchResult(origin, UNAVAILABLE, None, b"", redirects, url, error=reason, refused=True)
 
 
 def failed(origin: Origin, url: str, redirects: tuple[str, ...], error: str) -> FetchResult:

@@ -18,6 +18,7 @@ UNAVAILABLE = "unavailable"
 UNREACHABLE = "unreachable"
 PENDING = "pending"
 
+
 class RecordTiming(Protocol):
     """The durations records are built with (``Rep9309Settings`` provides them)."""
 

@@ -19,6 +19,7 @@ SUMMARY_STATS = (
     "deferred/released",
     "deferred/expired",
     "deferred/closed",
+    "deferred/saved",
     "redirects",
     "truncated",
     "refreshed",
@@ -31,7 +32,7 @@ OUTCOME_ORDER = ("available", "unavailable", "unreachable", PENDING)
 class OriginReport:
     """What happened to one origin during the crawl (see README "Stats").
 
-    Once the crawl is over, ``deferred == released + expired + closed``.
+    Once the crawl is over, ``deferred == released + expired + closed + saved``.
     """
 
     origin: str
@@ -42,6 +43,7 @@ class OriginReport:
     released: int = 0
     expired: int = 0
     closed: int = 0  # still waiting when the spider closed: errback with IgnoreRequest
+    saved: int = 0  # still waiting when the spider closed: saved under JOBDIR for the resume
 
 
 def summary_line(reports: Iterable[OriginReport], stats: Mapping[str, Any]) -> str:

@@ -8,8 +8,9 @@
  * their literal pieces (Knuth-Morris-Pratt, never backtracking).
  *
  * Line reading follows parser.py: CR, LF and CRLF end a line; a line is cut to
- * MAX_LINE_OCTETS; "#" starts a comment; "key: value" or exactly two
- * whitespace-separated tokens; keys compared case-insensitively by prefix.
+ * MAX_LINE_OCTETS; "#" starts a comment; "key: value" or exactly two tokens
+ * separated by SP or HTAB; keys compared case-insensitively by prefix;
+ * "Content-Usage" exactly as draft-ietf-aipref-attach reads it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,6 +27,7 @@ enum {
     KIND_DISALLOW,
     KIND_SITEMAP,
     KIND_CRAWL_DELAY,
+    KIND_CONTENT_USAGE,
     KIND_UNKNOWN
 };
 
@@ -38,6 +40,13 @@ is_space(unsigned char c)
 {
     /* What bytes.strip() and bytes.split() treat as whitespace. */
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static int
+is_blank(unsigned char c)
+{
+    /* What separates the tokens of a colon-less line (Google: " \t"). */
+    return c == ' ' || c == '\t';
 }
 
 static unsigned char
@@ -144,6 +153,35 @@ key_kind(const unsigned char *key, Py_ssize_t length)
     return KIND_UNKNOWN;
 }
 
+static const char CONTENT_USAGE[] = "content-usage";
+#define CONTENT_USAGE_LENGTH ((Py_ssize_t)(sizeof(CONTENT_USAGE) - 1))
+
+/* Whether key, everything before a line's first colon, is a Content-Usage label:
+ * draft-ietf-aipref-attach ignores SP and HTAB, and only those, around the label and
+ * the colon (parser._CONTENT_USAGE_LINE). */
+static int
+is_content_usage_key(const unsigned char *key, Py_ssize_t length)
+{
+    Py_ssize_t p = 0, i;
+    while (p < length && is_blank(key[p])) {
+        p++;
+    }
+    if (length - p < CONTENT_USAGE_LENGTH) {
+        return 0;
+    }
+    for (i = 0; i < CONTENT_USAGE_LENGTH; i++) {
+        if (ascii_lower(key[p + i]) != (unsigned char)CONTENT_USAGE[i]) {
+            return 0;
+        }
+    }
+    for (p += CONTENT_USAGE_LENGTH; p < length; p++) {
+        if (!is_blank(key[p])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The record of one line (already cut to MAX_LINE_OCTETS): its kind, and the
  * stripped value as [*value_start, *value_end) of the line. */
 static int
@@ -158,39 +196,54 @@ classify(const unsigned char *line, Py_ssize_t length, Py_ssize_t *value_start,
         length = found - line;
     }
     found = memchr(line, ':', (size_t)length);
+    if (found != NULL && is_content_usage_key(line, found - line)) {
+        /* The rule value: after SP or HTAB, up to "#", without trailing SP or HTAB. */
+        start = found - line + 1;
+        end = length;
+        while (start < end && is_blank(line[start])) {
+            start++;
+        }
+        while (end > start && is_blank(line[end - 1])) {
+            end--;
+        }
+        *value_start = start;
+        *value_end = end;
+        return KIND_CONTENT_USAGE;
+    }
     if (found != NULL) {
         key_end = found - line;
         start = key_end + 1;
         end = length;
     }
     else {
-        /* Exactly two whitespace-separated tokens: "disallow /". */
-        Py_ssize_t p = 0;
-        while (p < length && is_space(line[p])) {
+        /* Exactly two tokens of the stripped line, separated by SP or HTAB (only):
+         * "disallow /". Stripping (below) removes any other whitespace at their ends. */
+        Py_ssize_t p, stripped_end = length;
+        while (key_start < stripped_end && is_space(line[key_start])) {
+            key_start++;
+        }
+        while (stripped_end > key_start && is_space(line[stripped_end - 1])) {
+            stripped_end--;
+        }
+        p = key_start;
+        while (p < stripped_end && !is_blank(line[p])) {
             p++;
         }
-        key_start = p;
-        while (p < length && !is_space(line[p])) {
-            p++;
+        if (p == stripped_end) {
+            return KIND_NONE;
         }
         key_end = p;
-        while (p < length && is_space(line[p])) {
+        while (p < stripped_end && is_blank(line[p])) {
             p++;
-        }
-        if (p == length) {
-            return KIND_NONE;
         }
         start = p;
-        while (p < length && !is_space(line[p])) {
+        while (p < stripped_end && !is_blank(line[p])) {
             p++;
         }
-        end = p;
-        while (p < length && is_space(line[p])) {
-            p++;
-        }
-        if (p != length) {
+        if (p != stripped_end) {
             return KIND_NONE;
         }
+        end = stripped_end;
     }
     while (key_start < key_end && is_space(line[key_start])) {
         key_start++;
@@ -342,7 +395,8 @@ group_index_scan(GroupIndexObject *self)
     reader_init(&reader, data, 0, size, 1);
     while (reader_next(&reader, &line_start, &line_length)) {
         int kind = classify(data + line_start, line_length, &value_start, &value_end);
-        if (kind == KIND_ALLOW || kind == KIND_DISALLOW) {
+        /* RFC 9309's rules, which draft-ietf-aipref-attach extends with Content-Usage. */
+        if (kind == KIND_ALLOW || kind == KIND_DISALLOW || kind == KIND_CONTENT_USAGE) {
             saw_rule = 1;
             continue;
         }
@@ -574,6 +628,22 @@ group_index_collect(GroupIndexObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+group_index_span(GroupIndexObject *self, PyObject *argument)
+{
+    Py_ssize_t index = PyLong_AsSsize_t(argument);
+    const Group *group;
+
+    if (index == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    group = group_at(self, index);
+    if (group == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(nnn)", group->start, group->end, group->line_no);
+}
+
 static PyMethodDef group_index_methods[] = {
     {"naming", (PyCFunction)group_index_naming, METH_O,
      "Indexes of the groups naming token (a lower-case product token, or b'*')."},
@@ -582,6 +652,8 @@ static PyMethodDef group_index_methods[] = {
     {"collect", (PyCFunction)group_index_collect, METH_VARARGS,
      "collect(index, allows, disallows, crawl_delays): add the group's records to the dicts "
      "(line number -> value)."},
+    {"span", (PyCFunction)group_index_span, METH_O,
+     "span(index): (start, end, line number of start) of the group in the body."},
     {NULL, NULL, 0, NULL},
 };
 

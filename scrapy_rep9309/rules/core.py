@@ -38,6 +38,8 @@ class GroupIndexProtocol(Protocol):
         crawl_delays: dict[int, bytes],
     ) -> None: ...
 
+    def span(self, index: int) -> tuple[int, int, int]: ...
+
 
 class RuleSetProtocol(Protocol):
     """Compiled rules; see :class:`scrapy_rep9309.rules.matcher.RuleSet`."""

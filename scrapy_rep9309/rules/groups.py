@@ -25,7 +25,9 @@ from scrapy_rep9309.rules.parser import (
 
 #: ``(line start, line end, value)`` of one record.
 Record = tuple[int, int, bytes]
-_RULE_KINDS = ("allow", "disallow")
+#: Records that end a run of user-agent lines: RFC 9309's ``rule``, which
+#: draft-ietf-aipref-attach extends with ``content-usage``.
+_RULE_KINDS = ("allow", "disallow", "content_usage")
 _GLIMPSE = 1024
 _WHITESPACE = frozenset(b" \t\n\v\f\r")
 _TOKEN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
@@ -97,6 +99,16 @@ class GroupIndex:
         lines = split_lines(self._body[group.start : group.end])
         collector = _RuleCollector(allows, disallows, crawl_delays)
         tokenize_lines(lines, collector, line_number_at(self._body, group.start))
+
+    def span(self, index: int) -> tuple[int, int, int]:
+        """``(start, end, line number of start)`` of group ``index`` in the body.
+
+        For the records read only on request (``Content-Usage``, ``Content-Signal``,
+        which user-agent lines a ``Crawl-delay`` follows): the caller tokenizes
+        ``body[start:end]`` itself, so :meth:`collect` stays as lean as it can be.
+        """
+        group = self._groups[index]
+        return group.start, group.end, line_number_at(self._body, group.start)
 
 
 def records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> list[Record]:
@@ -184,3 +196,12 @@ class _RuleCollector:
 
     def sitemap(self, line_no: int, value: bytes) -> None:
         """Sitemaps are read from the whole file by :attr:`RobotsTxt.sitemaps`."""
+
+    def license(self, line_no: int, value: bytes) -> None:
+        """Licenses are read from the whole file by :attr:`RobotsTxt.licenses`."""
+
+    def content_usage(self, line_no: int, value: bytes) -> None:
+        """Read on request only, from :meth:`GroupIndex.span`."""
+
+    def content_signal(self, line_no: int, value: bytes) -> None:
+        """Read on request only, from :meth:`GroupIndex.span`."""

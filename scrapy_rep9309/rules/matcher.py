@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from scrapy_rep9309.rules.core import GroupIndexProtocol
 
 BUCKET_KEY_LENGTH = 4
-#: RFC 9309 2.3.1: the robots.txt itself is always allowed.
+#: RFC 9309 2.2.2: "The /robots.txt URI is implicitly allowed": the URL whose normalised
+#: path and query are exactly this (``/robots.txt?x=1`` is another resource, decided by
+#: the rules). The one place this rule lives; the C twin of ``RuleSet.allowed`` mirrors it.
 ROBOTS_TXT_PATH = "/robots.txt"
 #: ``(pattern length in octets, is_allow, -line number)``: larger is better.
 MatchKey = tuple[int, bool, int]
@@ -366,3 +368,8 @@ class RuleSet:
         else:  # one bucket holds every rule (a small set): ask it directly
             match = self._short.best(path, None)  # type: ignore[union-attr]
         return match is None or match[1]
+
+
+def is_robots_txt(url: str) -> bool:
+    """Whether ``url`` (absolute, or a path) is the always-allowed ``/robots.txt``."""
+    return normalised_path(url) == ROBOTS_TXT_PATH

@@ -12,15 +12,19 @@ Reading rules (RFC 9309 section 2.2, plus Google's leniency):
 - A UTF-8 byte order mark (or a leading part of one) at the very start is skipped.
 - Lines are cut to :data:`MAX_LINE_OCTETS` octets before anything else, as Google does.
 - ``#`` starts a comment; keys and values are stripped of surrounding whitespace.
-- A line without ``:`` is still a record when it is exactly two whitespace-separated
-  tokens (``disallow /``).
+- A line without ``:`` is still a record when it is exactly two tokens separated by
+  SP or HTAB (``disallow /``); like Google, no other whitespace separates them.
 - Keys are case-insensitive and include Google's accepted misspellings; like Google,
   a key that merely *starts with* a known key (``user-agents``) counts as that key.
+- ``Content-Usage`` (draft-ietf-aipref-attach) is read exactly as its draft says: the
+  label with only SP or HTAB around it and the colon, the value up to ``#``; it is a
+  rule, like ``Allow``. ``Content-Signal`` and ``License`` are exact keys, not prefixes.
 - Values stay bytes: the handler decides how to decode them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -43,6 +47,13 @@ class RobotsTxtHandler(Protocol):
     def sitemap(self, line_no: int, value: bytes) -> None: ...
 
     def crawl_delay(self, line_no: int, value: bytes) -> None: ...
+
+    #: ``Content-Usage`` rules: the rule value (path and statement of preference).
+    def content_usage(self, line_no: int, value: bytes) -> None: ...
+
+    def content_signal(self, line_no: int, value: bytes) -> None: ...
+
+    def license(self, line_no: int, value: bytes) -> None: ...
 
     #: Called with unknown records; ``None`` when the handler ignores them, which spares
     #: the tokenizer cutting their values out.
@@ -69,6 +80,16 @@ _KEY_PREFIXES: tuple[tuple[bytes, str], ...] = (
 )
 _EXACT_KEYS: dict[bytes, str] = dict(_KEY_PREFIXES)
 _ALL_PREFIXES = tuple(_EXACT_KEYS)
+#: Keys of newer records, recognised only as written (``licenses:`` is not ``license``).
+_EXACT_ONLY_KEYS: dict[bytes, str] = {b"content-signal": "content_signal", b"license": "license"}
+_CONTENT_USAGE_KEY = b"content-usage"
+#: Keys that an unknown-looking key may turn out to be once classified.
+_CLASSIFIED_PREFIXES = (*_ALL_PREFIXES, *_EXACT_ONLY_KEYS, _CONTENT_USAGE_KEY)
+#: draft-ietf-aipref-attach, "Processing Content-Usage Rules": SP and HTAB (only) are
+#: ignored around the label and the colon; the rule value runs to the first "#".
+_CONTENT_USAGE_LINE = re.compile(rb"[ \t]*content-usage[ \t]*:[ \t]*([^#]*)", re.IGNORECASE)
+#: What separates the two tokens of a colon-less line (Google: " \t", not \v or \f).
+_BLANKS = re.compile(rb"[ \t]+")
 _LINE_ENDS = b"\r\n"
 _HASH = ord("#")
 _BOM = b"\xef\xbb\xbf"
@@ -76,7 +97,7 @@ _BOM = b"\xef\xbb\xbf"
 
 def key_kind(key: bytes) -> str | None:
     """Return the record kind of a lower-cased key, or ``None`` for an unknown key."""
-    kind = _EXACT_KEYS.get(key)
+    kind = _EXACT_KEYS.get(key) or _EXACT_ONLY_KEYS.get(key)
     if kind is not None or not key.startswith(_ALL_PREFIXES):
         return kind
     for prefix, prefixed_kind in _KEY_PREFIXES:
@@ -120,7 +141,9 @@ def split_record(line: bytes) -> tuple[bytes, bytes] | None:
         line = line[:comment]
     key, colon, value = line.partition(b":")
     if not colon:
-        parts = line.split()
+        # Like Google's GetKeyAndValueFrom: the stripped line must be two tokens
+        # separated by SP or HTAB; "disallow\v/" is one token, not a record.
+        parts = _BLANKS.split(line.strip())
         if len(parts) != 2:
             return None
         key, value = parts
@@ -160,12 +183,22 @@ def classify(line: bytes) -> tuple[str, bytes] | None:
     """Return ``(kind, value)`` of one line's record (kinds as handler method names).
 
     ``None`` for a line without a record; ``("unknown", value)`` for an unknown key.
+    A ``content_usage`` value is the draft's rule value: after the colon and any SP or
+    HTAB, up to ``#``, without trailing SP or HTAB (the ABNF's ``EOL`` starts with ``*WS``).
     """
     record = split_record(line)
     if record is None:
         return None
     key, value = record
-    return (key_kind(key.lower()) or "unknown", value)
+    key = key.lower()
+    kind = key_kind(key)
+    if kind is not None:
+        return (kind, value)
+    if key == _CONTENT_USAGE_KEY:
+        content_usage = _CONTENT_USAGE_LINE.match(line)
+        if content_usage is not None:
+            return ("content_usage", content_usage.group(1).rstrip(b" \t"))
+    return ("unknown", value)
 
 
 def line_number_at(data: bytes, offset: int) -> int:
@@ -207,14 +240,18 @@ def tokenize_lines(lines: list[bytes], handler: RobotsTxtHandler, first_line_no:
                 emitters[kind](line_no, value.strip())
                 continue
             # An unknown key: skip it cheaply unless it may be a known key after all
-            # (comment before the colon, key merely starting with a known one).
+            # (comment before the colon, key merely starting with a known one, a
+            # record the fast path leaves to ``classify``).
             if unknown is None and _HASH not in key:
-                if not key.lower().lstrip().startswith(_ALL_PREFIXES):
+                if not key.lower().lstrip().startswith(_CLASSIFIED_PREFIXES):
                     continue
         else:
-            # Most colon-less lines are HTML or prose: reject them cheaply.
+            # Most colon-less lines are HTML or prose: reject them cheaply. Two words
+            # are needed; more can still be two tokens if \v or \f separates them.
             uncommented = line.partition(b"#")[0]
-            if len(uncommented.split(None, 2)) != 2:
+            if len(uncommented.split(None, 2)) != 2 and not (
+                b"\x0b" in uncommented or b"\x0c" in uncommented
+            ):
                 continue
         record = classify(line)
         if record is None:

@@ -6,20 +6,31 @@ groups (a ``GroupIndex``); the first decision for a crawler tokenizes just the g
 that apply to it and compiles their rules (a ``RuleSet``). Both classes come from
 :mod:`scrapy_rep9309.rules.core`: compiled where the extension was built, Python otherwise.
 Everything is cached per crawler.
+
+Records that no crawl decision needs (``Content-Usage``, ``Content-Signal``, which
+user-agent lines a ``Crawl-delay`` follows) are read from the same groups only when
+asked for, by the reference tokenizer of :mod:`~scrapy_rep9309.rules.parser`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from scrapy_rep9309.rules import core
 from scrapy_rep9309.rules.groups import records_of_kind
 from scrapy_rep9309.rules.matcher import ROBOTS_TXT_PATH, MatchKey
-from scrapy_rep9309.rules.parser import MIN_MAX_SIZE, prepare
+from scrapy_rep9309.rules.parser import MIN_MAX_SIZE, prepare, split_lines, tokenize_lines
 from scrapy_rep9309.rules.urlnorm import normalised_path, utf8_octets
-from scrapy_rep9309.rules.useragent import crawler_token, is_product_token
+from scrapy_rep9309.rules.usage import Preference, UsageRules, combine_content_signals
+from scrapy_rep9309.rules.useragent import (
+    GLOBAL_TOKEN,
+    crawler_token,
+    group_token,
+    is_product_token,
+)
 
 _MAX_CACHED_USER_AGENTS = 64
 
@@ -44,6 +55,17 @@ class Decision:
     line: int | None = None
     #: The ``User-agent`` values of the group(s) that applied, as written; ``()`` if none.
     user_agents: tuple[str, ...] = ()
+    #: The URL's usage preferences (``Content-Usage`` rules of the same group), one per
+    #: vocabulary label stated, with the rule that stated it; ``()`` if disallowed.
+    usage: tuple[Preference, ...] = ()
+    #: Set by :meth:`RobotsTxt.explain_for_all`: the user agent, as passed, whose group
+    #: forbids the URL.
+    forbidden_for: str | None = None
+
+    @property
+    def preferences(self) -> dict[str, str]:
+        """``usage`` as ``{label: "y" | "n"}``, like :meth:`RobotsTxt.content_usage`."""
+        return {preference.label: preference.value for preference in self.usage}
 
 
 def _parse_delay(value: bytes) -> float | None:
@@ -54,49 +76,143 @@ def _parse_delay(value: bytes) -> float | None:
     return delay if math.isfinite(delay) and delay >= 0 else None
 
 
-class _Selection:
-    """What applies to one crawler token: the merged rules of its groups, compiled.
+def _names(agent: bytes, token: str) -> bool:
+    """Whether a ``User-agent`` value names ``token`` (lower-case, or ``*``), as groups do."""
+    return group_token(agent.decode("latin-1")) == token
 
-    The rules are kept once, compiled; what only log lines and explanations need (the
-    groups' names, a rule as written) and the crawl-delay are read from the groups
-    when first asked.
+
+class _OnRequestRecords:
+    """Tokenizer handler keeping the group records read only on request.
+
+    ``delays`` pairs each ``Crawl-delay`` value with the user-agent lines it belongs to:
+    those directly above it, i.e. the last run of user-agent lines before it (as Protego
+    and crawler-commons read it; RFC 9309 leaves ``Crawl-delay`` to crawlers). A run
+    ends where a ``Crawl-delay`` line follows it.
     """
 
-    __slots__ = ("_crawl_delays", "_groups", "_indexes", "rules")
+    unknown = None
+
+    def __init__(self) -> None:
+        self.delays: list[tuple[bytes, list[bytes]]] = []
+        self.usage_rules: dict[int, bytes] = {}
+        self.signals: list[bytes] = []
+        self._run: list[bytes] = []
+        self._run_ended = False
+
+    def user_agent(self, line_no: int, value: bytes) -> None:
+        if self._run_ended:
+            self._run, self._run_ended = [], False
+        self._run.append(value)
+
+    def crawl_delay(self, line_no: int, value: bytes) -> None:
+        self.delays.append((value, self._run))
+        self._run_ended = True
+
+    def content_usage(self, line_no: int, value: bytes) -> None:
+        self.usage_rules[line_no] = value
+
+    def content_signal(self, line_no: int, value: bytes) -> None:
+        self.signals.append(value)
+
+    def _elsewhere(self, line_no: int, value: bytes) -> None:
+        """Rules are compiled by the ``RuleSet``; sitemaps and licenses are file-wide."""
+
+    allow = disallow = sitemap = license = _elsewhere
+
+
+class _Extras:
+    """What a selection reads only on request: usage rules, signals, its crawl-delay.
+
+    One pass of the reference tokenizer over the selected groups' lines, skipping
+    groups without the records it needs (a search of the lower-cased bytes).
+    """
+
+    __slots__ = ("crawl_delay", "signals", "usage")
+
+    def __init__(self, selection: _Selection, body: bytes, groups: core.GroupIndexProtocol) -> None:
+        token = selection.token
+        indexes = groups.naming(token.encode("ascii", "replace"))
+        # Only a group of several user-agent lines can give a delay to some of them.
+        crawl_delays = selection.crawl_delays(groups)
+        attribute_delays = bool(crawl_delays) and len(selection.agents) > len(indexes)
+        records = _OnRequestRecords()
+        for index in indexes:
+            start, end, first_line_no = groups.span(index)
+            lines = body[start:end]
+            lowered = lines.lower()
+            if b"content-" in lowered or (attribute_delays and b"crawl" in lowered):
+                tokenize_lines(split_lines(lines), records, first_line_no)
+        self.usage = UsageRules(records.usage_rules)
+        self.signals = combine_content_signals(records.signals)
+        delays: Iterable[bytes] = crawl_delays
+        if attribute_delays:
+            delays = [
+                value for value, run in records.delays if any(_names(agent, token) for agent in run)
+            ]
+        self.crawl_delay = _first_valid_delay(delays)
+
+
+def _first_valid_delay(values: Iterable[bytes]) -> float | None:
+    for value in values:
+        delay = _parse_delay(value)
+        if delay is not None:
+            return delay
+    return None
+
+
+class _Selection:
+    """What applies to one crawler token: merged rules, group names and crawl-delays.
+
+    It keeps no reference to the file: thousands of selections may be kept for hours,
+    so what is read on request gets the body and the groups from its caller. The rules
+    are kept once, compiled (a rule as written is read again by ``rules.written``).
+    """
+
+    __slots__ = ("_crawl_delays", "_extras", "agents", "rules", "token")
 
     def __init__(
         self,
         groups: core.GroupIndexProtocol,
         indexes: list[int],
+        token: str,
         rule_set_class: core.RuleSetClass,
     ) -> None:
-        self._groups = groups
-        self._indexes = indexes
-        self._crawl_delays: list[bytes] | None = None
         self.rules = rule_set_class.from_groups(groups, indexes)
+        self.agents = [agent for index in indexes for agent in groups.agents(index)]
+        #: The token the groups were chosen by: the crawler's, or ``*``.
+        self.token = token
+        self._crawl_delays: list[bytes] | None = None
+        self._extras: _Extras | None = None
+
+    def crawl_delays(self, groups: core.GroupIndexProtocol) -> list[bytes]:
+        """Every ``Crawl-delay`` value of the groups, in file order (read when first asked)."""
+        if self._crawl_delays is None:
+            crawl_delays: dict[int, bytes] = {}
+            for index in groups.naming(self.token.encode("ascii", "replace")):
+                groups.collect(index, {}, {}, crawl_delays)
+            self._crawl_delays = list(crawl_delays.values())
+        return self._crawl_delays
 
     @property
     def user_agents(self) -> tuple[str, ...]:
-        agents = (
-            agent.decode("utf-8", "replace")
-            for index in self._indexes
-            for agent in self._groups.agents(index)
-        )
+        agents = (agent.decode("utf-8", "replace") for agent in self.agents)
         return tuple(dict.fromkeys(agents))
 
-    @property
-    def crawl_delay(self) -> float | None:
-        """The first valid ``Crawl-delay`` of the groups, in file order."""
-        if self._crawl_delays is None:
-            crawl_delays: dict[int, bytes] = {}
-            for index in self._indexes:
-                self._groups.collect(index, {}, {}, crawl_delays)
-            self._crawl_delays = list(crawl_delays.values())
-        for value in self._crawl_delays:
-            delay = _parse_delay(value)
-            if delay is not None:
-                return delay
-        return None
+    def extras(self, body: bytes, groups: core.GroupIndexProtocol) -> _Extras:
+        """What is read on request only, from the file the selection was made from."""
+        if self._extras is None:
+            self._extras = _Extras(self, body, groups)
+        return self._extras
+
+    def crawl_delay(self, body: bytes, groups: core.GroupIndexProtocol) -> float | None:
+        """The first valid ``Crawl-delay``, in file order, of the user-agent lines naming the token.
+
+        RFC 9309 merges ``User-agent: a`` / ``Crawl-delay: 1`` / ``User-agent: b`` /
+        ``Disallow: /x`` into one group for the rules, but that delay is ``a``'s only.
+        """
+        if not self.crawl_delays(groups):
+            return None
+        return self.extras(body, groups).crawl_delay
 
     def rule_text(self, key: MatchKey) -> str:
         """The rule a match key stands for, as written: ``Disallow: /private``."""
@@ -139,7 +255,15 @@ class RobotsTxt:
     @property
     def sitemaps(self) -> list[str]:
         """Every non-empty ``Sitemap:`` value, in file order, wherever it appeared."""
-        records = records_of_kind(self._body, self._body.lower(), "sitemap", b"site")
+        return self._global_values("sitemap", b"site")
+
+    @property
+    def licenses(self) -> list[str]:
+        """Every non-empty ``License:`` value (RSL 1.0), in file order, wherever it appeared."""
+        return self._global_values("license", b"license")
+
+    def _global_values(self, kind: str, needle: bytes) -> list[str]:
+        records = records_of_kind(self._body, self._body.lower(), kind, needle)
         return [value.decode("utf-8", "replace") for _, _, value in records if value]
 
     def _select(self, user_agent: str) -> _Selection | None:
@@ -149,19 +273,32 @@ class RobotsTxt:
             selection = self._by_token[token]
         else:
             indexes = [] if octets is None else self._groups.naming(octets)
+            named_by = token
             if not indexes:
+                named_by = GLOBAL_TOKEN
                 indexes = self._groups.naming(b"*")
-            selection = _Selection(self._groups, indexes, self._rule_set_class) if indexes else None
+            selection = None
+            if indexes:
+                selection = _Selection(self._groups, indexes, named_by, self._rule_set_class)
             self._by_token[token] = selection
         if len(self._selections) >= _MAX_CACHED_USER_AGENTS:  # e.g. a rotating User-Agent
             self._selections.clear()
         self._selections[user_agent] = selection
         return selection
 
+    def _selection(self, user_agent: str) -> _Selection | None:
+        try:
+            return self._selections[user_agent]
+        except KeyError:
+            return self._select(user_agent)
+
     def explain(self, url: str, user_agent: str) -> Decision:
-        """Return the decision for ``url`` and the crawler ``user_agent``, with its reason."""
+        """Return the decision for ``url`` and the crawler ``user_agent``, with its reason.
+
+        For an allowed URL it also gives the URL's usage preferences (``usage``).
+        """
         path = normalised_path(url)
-        if path == ROBOTS_TXT_PATH:
+        if path == ROBOTS_TXT_PATH:  # see matcher.is_robots_txt
             return Decision(True)
         try:
             selection = self._selections[user_agent]
@@ -171,9 +308,17 @@ class RobotsTxt:
             return Decision(True)
         match = selection.rules.decide(path)
         if match is None:
-            return Decision(True, user_agents=selection.user_agents)
+            return Decision(
+                True, user_agents=selection.user_agents, usage=self._usage(selection, path)
+            )
         _, allow, line = match
-        return Decision(allow, selection.rule_text(match), -line, selection.user_agents)
+        usage = self._usage(selection, path) if allow else ()
+        return Decision(allow, selection.rule_text(match), -line, selection.user_agents, usage)
+
+    def _usage(self, selection: _Selection, path: str) -> tuple[Preference, ...]:
+        """The usage preferences of normalised ``path``, which ``selection`` allows."""
+        rules = selection.extras(self._body, self._groups).usage
+        return rules.preferences(path) if rules else ()
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """Return whether the crawler ``user_agent`` may fetch ``url``."""
@@ -183,10 +328,56 @@ class RobotsTxt:
             selection = self._select(user_agent)
         return selection is None or selection.rules.allowed(url)
 
+    def allowed_for_all(self, url: str, user_agents: Iterable[str]) -> tuple[bool, str | None]:
+        """Whether every one of ``user_agents`` may fetch ``url``; else the first that may not.
+
+        For a crawler that must obey the groups of several tokens (its own and, say,
+        ``Google-Extended`` for a purpose): ``(True, None)``, or ``(False, user_agent)``
+        naming the first, in the order given, whose group forbids ``url``.
+        """
+        for user_agent in user_agents:
+            if not self.allowed(url, user_agent):
+                return False, user_agent
+        return True, None
+
+    def explain_for_all(self, url: str, user_agents: Iterable[str]) -> Decision:
+        """:meth:`explain` for the first of ``user_agents`` forbidden ``url``, naming it.
+
+        The decision of the first user agent whose group forbids ``url``, with
+        ``forbidden_for`` set to it; when all may fetch it, the decision of the first
+        (``Decision(True)`` for none).
+        """
+        agents = list(user_agents)
+        for user_agent in agents:
+            if not self.allowed(url, user_agent):
+                return replace(self.explain(url, user_agent), forbidden_for=user_agent)
+        return self.explain(url, agents[0]) if agents else Decision(True)
+
     def crawl_delay(self, user_agent: str) -> float | None:
-        """Return the ``Crawl-delay`` of the group that applies to ``user_agent``, in seconds."""
-        try:
-            selection = self._selections[user_agent]
-        except KeyError:
-            selection = self._select(user_agent)
-        return None if selection is None else selection.crawl_delay
+        """Return the ``Crawl-delay`` for ``user_agent``, in seconds.
+
+        The first valid value, in file order, of the ``Crawl-delay`` lines that follow
+        user-agent lines naming the crawler (or ``*``) in the groups that apply.
+        """
+        selection = self._selection(user_agent)
+        return None if selection is None else selection.crawl_delay(self._body, self._groups)
+
+    def content_usage(self, url: str, user_agent: str) -> dict[str, str]:
+        """Return the usage preferences of ``url`` for ``user_agent``: ``{label: "y" | "n"}``.
+
+        Labels are draft-ietf-aipref-vocab's (``train-ai``, ``search``); a label without
+        an explicit preference is absent. ``{}`` when the URL is disallowed (only what
+        may be crawled has preferences) and for ``/robots.txt`` itself.
+        """
+        return self.explain(url, user_agent).preferences
+
+    def content_signals(self, user_agent: str) -> dict[str, str]:
+        """Return the ``Content-Signal`` values of the group that applies: ``{key: "yes" | "no"}``.
+
+        Keys as written, lower-cased (``search``, ``ai-input``, ``ai-train``); several
+        lines are combined, ``no`` winning over ``yes``.
+        """
+        selection = self._selection(user_agent)
+        if selection is None:
+            return {}
+        return dict(selection.extras(self._body, self._groups).signals)

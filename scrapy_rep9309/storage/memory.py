@@ -1,111 +1,121 @@
-"""Where origin records live: a small interface and its in-memory LRU implementation.
+"""The default store: everything in this process's memory, records bounded by an LRU.
 
-The middleware only talks to ``OriginStore``, so a persistent (JOBDIR) or shared
-(Redis) store can replace ``MemoryOriginStore`` without touching it: records are
-plain data (see ``OriginRecord.to_dict``), keyed by ``str(origin)``.
+Records beyond ``REP9309_CACHE_SIZE`` are evicted least recently used first, except
+records that must not be forgotten yet: one in backoff (it holds the only memory of
+when a failing server may be asked again), one under a fetch lease, one with held
+requests. Held requests are kept as they are (live ``Request`` objects, never
+serialised); leases never conflict, as nobody else shares this memory.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from typing import Generic, Protocol, TypeVar
+import time
+from collections import deque
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 from scrapy_rep9309.policy.record import OriginRecord
+from scrapy_rep9309.storage.base import (
+    ChangeCallback,
+    HeldRequest,
+    RequestCodec,
+    StoredRecord,
+)
+from scrapy_rep9309.storage.lru import LRUCache
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class OriginStore(Protocol):
-    """Records by origin key, least recently used evicted past a capacity."""
-
-    def get(self, key: str) -> OriginRecord | None:
-        """The record of ``key`` (marking it recently used), or None."""
-
-    def put(self, key: str, record: OriginRecord) -> None:
-        """Store ``record``, possibly evicting the least recently used origin."""
-
-    def delete(self, key: str) -> None:
-        """Forget ``key``; no error if absent."""
-
-    def __len__(self) -> int: ...
-
-    def __iter__(self) -> Iterator[str]:
-        """Keys, least recently used first."""
+DEFAULT_CAPACITY = 10000
+EVICTED_STAT = "robotstxt/evicted"
 
 
-class LRUCache(Generic[K, V]):
-    """A bounded mapping that drops its least recently used entry when full.
+class MemoryStore:
+    """Records, leases and held requests in dicts; records bounded by ``capacity``."""
 
-    ``keep(key, value)`` pins entries that must not be dropped yet: the least
-    recently used entry that is not pinned goes instead, so the mapping exceeds
-    ``capacity`` only by pinned entries. A pinned entry passed over counts as
-    recently used, so that the next eviction does not look at it again.
-    """
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, stats: Any = None) -> None:
+        self._stats = stats
+        self._records: LRUCache[str, StoredRecord] = LRUCache(
+            capacity, self._evicted, keep=self._pinned
+        )
+        self._leases: dict[str, tuple[str, float]] = {}
+        self._held: dict[str, deque[HeldRequest]] = {}
+        self._versions = 0
 
-    def __init__(
-        self,
-        capacity: int,
-        on_evict: Callable[[K, V], None] | None = None,
-        *,
-        keep: Callable[[K, V], bool] | None = None,
-    ) -> None:
-        if capacity < 1:
-            raise ValueError("capacity must be at least 1")
-        self.capacity = capacity
-        self._on_evict = on_evict
-        self._keep = keep
-        self._data: OrderedDict[K, V] = OrderedDict()
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> MemoryStore:
+        return cls(crawler.settings.getint("REP9309_CACHE_SIZE", DEFAULT_CAPACITY), crawler.stats)
 
-    def get(self, key: K) -> V | None:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
+    async def open(self, codec: RequestCodec, on_change: ChangeCallback) -> None:
+        """Nothing to connect to, and nobody else writes here."""
 
-    def put(self, key: K, value: V) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        self._shrink()
+    async def close(self) -> None:
+        self._leases.clear()
 
-    def _shrink(self) -> None:
-        """Evict down to capacity; each entry but the newest is looked at once at most."""
-        candidates = len(self._data) - 1
-        while len(self._data) > self.capacity and candidates > 0:
-            candidates -= 1
-            old_key, old_value = next(iter(self._data.items()))
-            if self._keep is not None and self._keep(old_key, old_value):
-                self._data.move_to_end(old_key)
-                continue
-            del self._data[old_key]
-            if self._on_evict is not None:
-                self._on_evict(old_key, old_value)
+    # -- records -------------------------------------------------------------------
 
-    def delete(self, key: K) -> None:
-        self._data.pop(key, None)
+    async def load(self, key: str) -> StoredRecord | None:
+        return self._records.get(key)
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._data
+    async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
+        current = self._records.get(key)
+        if (None if current is None else current.version) != expected:
+            return None
+        self._versions += 1
+        self._records.put(key, StoredRecord(record, self._versions))
+        return self._versions
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._records)
 
-    def __iter__(self) -> Iterator[K]:
-        return iter(list(self._data))
+    def _pinned(self, key: str, stored: StoredRecord) -> bool:
+        return stored.record.retry_at > time.time() or key in self._leases or key in self._held
 
+    def _evicted(self, key: str, stored: StoredRecord) -> None:
+        if self._stats is not None:
+            self._stats.inc_value(EVICTED_STAT)
 
-class MemoryOriginStore(LRUCache[str, OriginRecord]):
-    """The default ``OriginStore``: records in process memory, REP9309_CACHE_SIZE at most,
-    plus the records ``keep`` pins (origins in backoff or in use, see ``RobotsLifecycle``)."""
+    # -- leases ----------------------------------------------------------------------
 
-    def __init__(
-        self,
-        capacity: int,
-        on_evict: Callable[[str], None] | None = None,
-        *,
-        keep: Callable[[str, OriginRecord], bool] | None = None,
-    ) -> None:
-        super().__init__(
-            capacity, None if on_evict is None else lambda key, _: on_evict(key), keep=keep
-        )
+    async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
+        lease = self._leases.get(key)
+        now = time.monotonic()
+        if lease is not None and lease[0] != owner and lease[1] > now:
+            return False
+        self._leases[key] = (owner, now + ttl)
+        return True
+
+    async def renew_lease(self, key: str, owner: str, ttl: float) -> bool:
+        lease = self._leases.get(key)
+        if lease is None or lease[0] != owner:
+            return False
+        self._leases[key] = (owner, time.monotonic() + ttl)
+        return True
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        lease = self._leases.get(key)
+        if lease is not None and lease[0] == owner:
+            del self._leases[key]
+
+    # -- held requests -------------------------------------------------------------------
+
+    async def hold(self, key: str, held: HeldRequest) -> None:
+        self._held.setdefault(key, deque()).append(held)
+
+    async def take_held(
+        self, key: str, tokens: Sequence[Hashable] | None = None
+    ) -> list[HeldRequest]:
+        queue = self._held.get(key)
+        if not queue:
+            return []
+        if tokens is None:
+            del self._held[key]
+            return list(queue)
+        wanted = set(tokens)
+        taken = [held for held in queue if held.token in wanted]
+        kept = deque(held for held in queue if held.token not in wanted)
+        if kept:
+            self._held[key] = kept
+        else:
+            del self._held[key]
+        return taken
+
+    async def held_keys(self) -> list[str]:
+        return list(self._held)

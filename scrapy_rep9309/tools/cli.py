@@ -22,6 +22,7 @@ from scrapy_rep9309.tools.explain import (
     Verdict,
     describe_fetch,
     describe_file,
+    describe_licenses,
     describe_user_agent,
     exit_status,
     judge,
@@ -56,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="say whether URLs are allowed by a robots.txt, and which rule decided",
         description=(
             "Print, for each URL, allowed or disallowed, the deciding rule and its line, "
-            "and the group that applied. Exit status: 0 when all are allowed, 1 when any "
-            "is disallowed, 2 on bad input."
+            "the group that applied and the URL's usage preferences (Content-Usage), if "
+            "any. Exit status: 0 when all are allowed, 1 when any is disallowed, 2 on "
+            "bad input."
         ),
     )
     check.add_argument(
@@ -119,8 +121,8 @@ def run_check(robots: str, urls: list[str], user_agent: str, timeout: float) -> 
         outcome = AVAILABLE
     rules = RobotsTxt.parse(body) if outcome == AVAILABLE else None
     verdicts: list[Verdict] = [judge(url, user_agent, outcome, rules) for url in urls]
-    print("\n".join(header))
-    print(describe_user_agent(user_agent))
+    print("\n".join([*header, *describe_licenses(rules)]))
+    print(describe_user_agent(user_agent, rules))
     for verdict in verdicts:
         print()
         print("\n".join(verdict.lines()))

@@ -8,12 +8,14 @@ of Scrapy imports: ``check`` must start fast.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
+from scrapy_rep9309.policy.decision import explain
 from scrapy_rep9309.policy.fetchresult import FetchResult
 from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE
+from scrapy_rep9309.rules.matcher import is_robots_txt
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
-from scrapy_rep9309.rules.useragent import crawler_token
+from scrapy_rep9309.rules.usage import Preference
+from scrapy_rep9309.rules.useragent import crawler_token, token_problem
 
 #: What each fetch outcome means for crawling (RFC 9309 section 2.3.1).
 OUTCOME_MEANING = {
@@ -31,33 +33,49 @@ class Verdict:
     allowed: bool
     rule: str
     group: str
+    #: The URL's usage preferences, one entry per ``Content-Usage`` rule that stated any:
+    #: ``train-ai=n (Content-Usage: train-ai=n, line 4)``.
+    usage: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         return [
             f"{'allowed' if self.allowed else 'disallowed':<11} {self.url}",
             f"  rule      {self.rule}",
             f"  group     {self.group}",
+            *(f"  usage     {entry}" for entry in self.usage),
         ]
 
 
 def judge(url: str, user_agent: str, outcome: str, rules: RobotsTxt | None) -> Verdict:
-    """Decide ``url`` the way the middleware would for a robots.txt with ``outcome``."""
-    if outcome == UNAVAILABLE:
-        return Verdict(url, True, "none: robots.txt unavailable, everything allowed", "none")
-    if outcome != AVAILABLE or rules is None:
+    """Decide ``url`` with the middleware's own decision, and say why in words."""
+    verdict = explain(outcome, rules, url, user_agent)
+    decision = verdict.decision
+    if decision is None:
+        if verdict.allowed:
+            return Verdict(url, True, "none: robots.txt unavailable, everything allowed", "none")
         return Verdict(url, False, "none: robots.txt unreachable, everything disallowed", "none")
-    if urlsplit(url).path == "/robots.txt":
-        return Verdict(url, True, "none: /robots.txt itself is always allowed", "none")
-    decision = rules.explain(url, user_agent)
-    if decision.rule is None:
-        rule = "none matched (allowed by default)"
-    else:
+    if decision.rule is not None:
         rule = f"{decision.rule} (line {decision.line})"
+    elif is_robots_txt(url):
+        return Verdict(url, True, "none: /robots.txt itself is always allowed", "none")
+    else:
+        rule = "none matched (allowed by default)"
     if decision.user_agents:
         group = "User-agent: " + ", ".join(decision.user_agents)
     else:
         group = "none (no group names this user agent, and there is no '*' group)"
-    return Verdict(url, decision.allowed, rule, group)
+    return Verdict(url, decision.allowed, rule, group, describe_usage(decision.usage))
+
+
+def describe_usage(preferences: tuple[Preference, ...]) -> tuple[str, ...]:
+    """Usage preferences grouped by the rule that stated them, with its line."""
+    by_rule: dict[tuple[str, int], list[str]] = {}
+    for preference in preferences:
+        stated = by_rule.setdefault((preference.rule, preference.line), [])
+        stated.append(f"{preference.label}={preference.value}")
+    return tuple(
+        f"{', '.join(stated)} ({rule}, line {line})" for (rule, line), stated in by_rule.items()
+    )
 
 
 def describe_fetch(robots_url: str, result: FetchResult) -> list[str]:
@@ -87,8 +105,23 @@ def describe_size(size: int, truncated: bool) -> str:
     return f"  size      {size} bytes{note}"
 
 
-def describe_user_agent(user_agent: str) -> str:
-    return f"user agent  {user_agent} (product token: {crawler_token(user_agent)})"
+def describe_licenses(rules: RobotsTxt | None) -> list[str]:
+    """One line per ``License:`` of the file (RSL 1.0), for the robots.txt block."""
+    return [] if rules is None else [f"  license   {license}" for license in rules.licenses]
+
+
+def describe_user_agent(user_agent: str, rules: RobotsTxt | None = None) -> str:
+    """The user agent and its product token; a warning when no group can ever name it;
+    with ``rules``, the ``Content-Signal`` values of the group that applies to it."""
+    lines = [f"user agent  {user_agent} (product token: {crawler_token(user_agent)})"]
+    problem = token_problem(user_agent)
+    if problem is not None:
+        lines.append(f"  warning   {problem}")
+    signals = {} if rules is None else rules.content_signals(user_agent)
+    if signals:
+        stated = ", ".join(f"{key}={value}" for key, value in signals.items())
+        lines.append(f"  signals   {stated} (Content-Signal of its group)")
+    return "\n".join(lines)
 
 
 def exit_status(verdicts: list[Verdict]) -> int:

@@ -42,6 +42,12 @@ class DemoSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> DemoSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         crawler.signals.connect(spider.response_received, signal=signals.response_received)
+        # Fixed ports (DEMO_PORT_BASE) make a paused crawl (JOBDIR) find the same origins
+        # when it resumes; DEMO_SLOW_DELAY leaves time to press Ctrl-C while it waits.
+        spider.web = build_demo_web(
+            slow_delay=crawler.settings.getfloat("DEMO_SLOW_DELAY", 3.0),
+            port_base=crawler.settings.getint("DEMO_PORT_BASE", 0),
+        )
         return spider
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

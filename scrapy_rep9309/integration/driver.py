@@ -1,0 +1,797 @@
+"""Carries out what the origin machines ask for, with Scrapy's engine, the store and timers.
+
+``OriginMachine`` (``policy/machine.py``) decides; this module only does: it feeds
+each machine its events (a request to hold, the store's answers, a fetch result, a
+timer) and performs the effects that come out, in order. Effects that touch the engine
+(re-sending released requests, sending expired ones to their errback) run on a fresh
+call stack, never inside the signal handler or fetch callback that caused them.
+
+The machines double as the near-cache: the newest record of each recently used origin
+and its parsed rules stay in process memory, so deciding a request never waits for
+the store while its origin has a usable copy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+import uuid
+import weakref
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.python import global_object_name
+from twisted.internet.defer import Deferred
+
+from scrapy_rep9309.integration.fetch import fetch_robots_txt
+from scrapy_rep9309.integration.robotparser import RobotParser
+from scrapy_rep9309.integration.timers import Timers
+from scrapy_rep9309.policy.fetchresult import FetchResult, failed
+from scrapy_rep9309.policy.machine import (
+    Action,
+    Effect,
+    Held,
+    OriginMachine,
+    State,
+    Timer,
+)
+from scrapy_rep9309.policy.origin import Origin
+from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE, OriginRecord
+from scrapy_rep9309.rules.robotstxt import RobotsTxt
+from scrapy_rep9309.storage.base import HeldRequest
+from scrapy_rep9309.storage.lru import LRUCache
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+    from scrapy_rep9309.integration.accounting import Accounting
+    from scrapy_rep9309.integration.settings import Rep9309Settings
+    from scrapy_rep9309.storage.base import OriginStore
+
+logger = logging.getLogger(__name__)
+
+#: Reason why a held request waited too long; ``process_request`` ignores it with that reason.
+EXPIRED_META = "rep9309_expired"
+#: How often a request waiting inside ``process_request`` looks whether the spider closes.
+WAIT_POLL_INTERVAL = 1.0
+#: Stat counting robots.txt requests refused by another downloader middleware.
+IGNORED_STAT = "robotstxt/ignored"
+#: Seconds between two looks for requests held by fleet processes that are gone.
+ORPHAN_SWEEP_INTERVAL = 2.0
+#: Fleet stats: requests held by other processes that this one released, requests of
+#: processes that are gone that this one took over, requests left to the others at close.
+RELEASED_FOR_PEERS_STAT = "robotstxt/fleet/released_for_peers"
+ADOPTED_STAT = "robotstxt/fleet/adopted"
+LEFT_STAT = "robotstxt/fleet/left"
+
+
+class OriginDriver:
+    """The origin machines of one crawl, and the hands that carry out their effects."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        settings: Rep9309Settings,
+        store: OriginStore,
+        accounting: Accounting,
+    ) -> None:
+        self.crawler = crawler
+        self.settings = settings
+        self.store = store
+        self.accounting = accounting
+        assert crawler.stats is not None
+        self.stats = crawler.stats
+        self.machines: LRUCache[Origin, OriginMachine] = LRUCache(
+            settings.cache_size, self._forget, keep=self._keep
+        )
+        self._parsed: dict[Origin, tuple[OriginRecord, RobotsTxt]] = {}
+        self._timers = Timers()
+        self._tokens = itertools.count()
+        #: Requests waiting inside ``process_request`` (never scheduled), by token.
+        self._waiters: dict[Hashable, Deferred[bool]] = {}
+        #: The request that lends each origin's next fetch its proxy and User-Agent.
+        self._triggers: dict[Origin, Request] = {}
+        self._fetching: set[Origin] = set()
+        #: Effects under way (store calls, fetches, releases): the spider stays open.
+        self._tasks = 0
+        #: Requests handed back to the engine, with the copy they were released with:
+        #: it decides them if their origin is evicted before they reach the downloader.
+        self.released: weakref.WeakKeyDictionary[Request, OriginRecord] = (
+            weakref.WeakKeyDictionary()
+        )
+        #: Released requests and expired copies waiting for a fresh call stack, with
+        #: the counter they will be counted in when handed to the engine.
+        self._outbox: list[tuple[Origin, Request, str]] = []
+        #: Held requests the closing engine could not take: close() returns them.
+        self._undelivered: list[Leftover] = []
+        #: Requests whose wait ended while the engine was closing: errback'd at close.
+        self._expired_late: list[tuple[Origin, Request, str]] = []
+        self._warned_ignored: set[Origin] = set()
+        self._owner = uuid.uuid4().hex
+        self._closed = False
+        #: Fleet: origins whose lease renewal is under way; requests waiting for a peek.
+        self._renewing: set[Origin] = set()
+        self._peeks: dict[Origin, list[Deferred[None]]] = {}
+
+    # -- queries (the per-request path) ---------------------------------------------
+
+    def usable(self, origin: Origin) -> OriginRecord | None:
+        """The copy that decides ``origin``'s requests now, if there is one."""
+        machine = self.machines.get(origin)
+        return None if machine is None else machine.usable(time.time())
+
+    def decisive(self, origin: Origin, request: Request) -> OriginRecord | None:
+        """The newest usable copy for a request about to be downloaded.
+
+        The origin's machine knows the newest copy; only when it was evicted does the
+        copy the request was released with decide (if still usable).
+        """
+        linked = self.released.pop(request, None)
+        now = time.time()
+        machine = self.machines.get(origin)
+        if machine is not None and machine.record is not None:
+            return machine.usable(now)
+        if linked is not None and linked.is_usable(now, self.settings.stale_ttl):
+            return linked
+        return None
+
+    def rules(self, origin: Origin, record: OriginRecord) -> RobotsTxt:
+        """The parsed rules of ``record`` (parsed once per fetched body)."""
+        cached = self._parsed.get(origin)
+        if cached is not None and cached[0] is record:
+            return cached[1]
+        rules = RobotsTxt.parse(record.body, max_size=self.settings.max_size)
+        self._parsed[origin] = (record, rules)
+        return rules
+
+    def last_failure(self, origin: Origin) -> str | None:
+        machine = self.machines.get(origin)
+        record = None if machine is None else machine.record
+        return None if record is None else record.last_failure
+
+    @property
+    def busy(self) -> bool:
+        """Whether requests are held, on their way back or a fetch runs: stay open."""
+        return (
+            self._tasks > 0
+            or bool(self._fetching)
+            or bool(self._outbox)
+            or any(machine.held for machine in self.machines.values())
+        )
+
+    @property
+    def shared(self) -> bool:
+        """Whether other crawl processes use the same store (a fleet)."""
+        return bool(getattr(self.store, "shared", False))
+
+    # -- events from the middleware ------------------------------------------------
+
+    def hold(self, origin: Origin, request: Request, deadline: float | None = None) -> None:
+        """Hold ``request`` (it found no usable copy) until its origin's robots.txt decides,
+        at most until ``deadline`` (default: REP9309_DEFER_TIMEOUT from now)."""
+        token = next(self._tokens)
+        self._triggers.setdefault(origin, request)
+        self.accounting.count(origin, "deferred")
+        machine = self._machine(origin)
+        if deadline is None:
+            deadline = time.time() + self.settings.defer_timeout
+        self._spawn(self._hold_in_store(origin, machine, HeldRequest(token, deadline, request)))
+
+    async def wait(self, origin: Origin, request: Request) -> OriginRecord:
+        """For a request never scheduled (``engine.download_async``): wait here instead.
+
+        Such a request sits in the engine's in-progress set, which the engine waits to
+        empty before it closes the spider: wake up every WAIT_POLL_INTERVAL seconds to
+        give up if the spider is closing.
+        """
+        self.accounting.count(origin, "deferred")
+        self._triggers.setdefault(origin, request)
+        token = ("wait", next(self._tokens))
+        waiter: Deferred[bool] = Deferred()
+        self._waiters[token] = waiter
+        machine = self._machine(origin)
+        self._carry_out(origin, machine, machine.request(token, time.time(), self._defer))
+        while True:
+            self._timers.schedule(("poll", token), WAIT_POLL_INTERVAL, _fire, waiter, None)
+            outcome = await maybe_deferred_to_future(waiter)
+            self._timers.cancel(("poll", token))
+            if outcome is True:
+                record = self.usable(origin) or machine.record
+                assert record is not None
+                self.accounting.count(origin, "released")
+                return record
+            if outcome is False:
+                self.accounting.count(origin, "expired")
+                raise IgnoreRequest(self.expiry_reason(origin))
+            if self._closed or _engine_closing(self.crawler):
+                self._waiters.pop(token, None)
+                self.accounting.count(origin, "closed")
+                raise IgnoreRequest(closing_reason(origin))
+            waiter = self._waiters[token] = Deferred()
+
+    def changed_elsewhere(self, key: str) -> None:
+        """Another process stored a record for ``key``: adopt it if the origin is cached
+        (an origin that is not will load it when a request asks)."""
+        origin = Origin.from_url(key)
+        machine = None if origin is None else self.machines.get(origin)
+        if origin is not None and machine is not None:
+            self._spawn(self._reload(origin, machine))
+
+    async def _reload(self, origin: Origin, machine: OriginMachine) -> None:
+        stored = await self.store.load(str(origin))
+        if stored is not None:
+            self._carry_out(
+                origin, machine, machine.changed(stored.record, stored.version, time.time())
+            )
+
+    # -- a fleet: peeks, orphans, leaving ---------------------------------------------
+
+    async def peek(self, origin: Origin) -> OriginRecord | None:
+        """The usable copy for a request that reached the downloader of a fleet process
+        that knows nothing of its origin: a shared queue hands out requests other
+        processes released. One store read (shared by the requests of the origin that
+        arrive meanwhile) instead of sending the request back to be held. None when
+        the store has no usable copy or cannot be reached: then it is held as usual."""
+        machine = self._machine(origin)
+        if machine.state is State.NEW:
+            waiting = self._peeks.get(origin)
+            if waiting is not None:
+                peeked: Deferred[None] = Deferred()
+                waiting.append(peeked)
+                await maybe_deferred_to_future(peeked)
+            else:
+                self._peeks[origin] = []
+                try:
+                    load = getattr(self.store, "try_load", self.store.load)
+                    stored = await load(str(origin))
+                    if stored is not None and machine.state is State.NEW:
+                        actions = machine.changed(stored.record, stored.version, time.time())
+                        self._carry_out(origin, machine, actions)
+                finally:
+                    for peeked in self._peeks.pop(origin):
+                        _fire(peeked, None)
+        return machine.usable(time.time())
+
+    def start_orphan_sweep(self) -> None:
+        """Fleet: every ORPHAN_SWEEP_INTERVAL, take over the requests held by processes
+        that stopped or died (their heartbeat is gone), so that none waits forever."""
+        if self.shared and not self._closed:
+            self._timers.schedule(
+                ("orphans", id(self)), ORPHAN_SWEEP_INTERVAL, self._spawn_orphan_sweep
+            )
+
+    def _spawn_orphan_sweep(self) -> None:
+        # Not counted in ``busy``: an idle process may close; what it adopts keeps it open.
+        self._spawn(self._adopt_orphans(), busy=False)
+
+    async def _adopt_orphans(self) -> None:
+        try:
+            adopted = await self.store.adopt_orphans()
+            now = time.time()
+            for key, held in adopted:
+                origin = Origin.from_url(key)
+                if origin is None:  # not written by this package
+                    continue
+                self._triggers.setdefault(origin, held.request)
+                machine = self._machine(origin)
+                wait = max(0.0, held.deadline - now)
+                self._carry_out(origin, machine, machine.request(held.token, now, wait))
+            if adopted:
+                self.stats.inc_value(ADOPTED_STAT, len(adopted))
+                logger.info("Took over %d requests held by stopped fleet processes", len(adopted))
+        finally:
+            self.start_orphan_sweep()
+
+    async def _take_for_release(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
+        """The requests a RELEASE sends on. In a fleet: every request held for the origin,
+        other processes' too, so that the process that got the answer releases them all
+        (the others' machines then find theirs gone)."""
+        if not self.shared:
+            return await self._take(origin, held)
+        taken = await self.store.take_held(str(origin))
+        own = {entry.token for entry in held}
+        others = sum(1 for entry in taken if entry.token not in own)
+        if others:
+            self.stats.inc_value(RELEASED_FOR_PEERS_STAT, others)
+        return taken
+
+    def _leave_for_peers(self, held: tuple[Held, ...]) -> None:
+        """Fleet, at close: held requests stay in the store; the others adopt them."""
+        left = sum(1 for entry in held if entry.token not in self._waiters)
+        if left:
+            self.stats.inc_value(LEFT_STAT, left)
+
+    async def _hand_over_undelivered(self) -> None:
+        """Fleet, at close: requests already taken out of the store but not sent on go
+        back into it, for the others to adopt, instead of to their errback."""
+        for leftover in self._undelivered:
+            held = HeldRequest(next(self._tokens), leftover.deadline, leftover.request)
+            await self.store.hold(str(leftover.origin), held)
+            self.stats.inc_value(LEFT_STAT)
+        self._undelivered.clear()
+
+    async def _answered_meanwhile(self, origin: Origin, machine: OriginMachine) -> bool:
+        """Fleet: whether another process stored the answer between our load and our
+        lease (it fetched, stored and released the lease in between). Then we adopt its
+        record and give the lease back instead of fetching a second time."""
+        stored = await self.store.load(str(origin))
+        if stored is None:
+            return False
+        actions = machine.changed(stored.record, stored.version, time.time())
+        if machine.state is State.LEASING:  # nothing newer than what we loaded: fetch
+            return False
+        self._spawn(self.store.release_lease(str(origin), self._owner))
+        self._carry_out(origin, machine, actions)
+        return True
+
+    def _schedule_lease_renewal(self, origin: Origin) -> None:
+        """Renew our fetch lease every third of its TTL while the fetch runs, so that a
+        short lease covers a long fetch and a dead fetcher's lease expires soon."""
+        self._timers.schedule(
+            (origin, "lease-renewal"),
+            self._lease_ttl / 3,
+            self._renew_lease_while_fetching,
+            origin,
+        )
+
+    def _renew_lease_while_fetching(self, origin: Origin) -> None:
+        if origin not in self._fetching or self._closed:
+            return
+        if origin not in self._renewing:
+            self._renewing.add(origin)
+            self._spawn(self._renew_lease(origin))
+        self._schedule_lease_renewal(origin)
+
+    async def _renew_lease(self, origin: Origin) -> None:
+        try:
+            if not await self.store.renew_lease(str(origin), self._owner, self._lease_ttl):
+                logger.debug("Lost the robots.txt fetch lease of %s while fetching", origin)
+        finally:
+            self._renewing.discard(origin)
+
+    def records(self) -> dict[str, OriginRecord]:
+        """The newest record of every origin in memory, by store key (for JOBDIR)."""
+        return {
+            str(origin): machine.record
+            for origin, machine in self.machines.items()
+            if machine.record is not None
+        }
+
+    async def close(self) -> list[Leftover]:
+        """The spider closed: stop every timer and machine; return the held requests that
+        did not reach the engine, for the middleware to decide, save or errback.
+
+        Requests whose wait expired meanwhile go to their errback here, with the reason.
+        """
+        self._closed = True
+        self._timers.cancel_all()
+        now = time.time()
+        for origin, machine in self.machines.items():
+            for action in machine.close(now):
+                if action.effect is Effect.DROP and self.shared:
+                    self._leave_for_peers(action.held)
+                elif action.effect is Effect.DROP:
+                    for held in await self._take(origin, action.held):
+                        self._undelivered.append(Leftover(origin, held.request, held.deadline))
+        for waiter in list(self._waiters.values()):
+            _fire(waiter, None)
+        self._waiters.clear()
+        for origin, request, counter in self._outbox:
+            if counter == "expired":
+                self._expired_late.append((origin, request, request.meta[EXPIRED_META]))
+            else:
+                record = self.released.pop(request, None)
+                self._undelivered.append(Leftover(origin, request, now, record))
+        self._outbox.clear()
+        for origin, request, reason in self._expired_late:
+            self.accounting.count(origin, "expired")
+            await call_errback(request, IgnoreRequest(reason))
+        self._expired_late.clear()
+        if self.shared:
+            await self._hand_over_undelivered()
+        leftovers, self._undelivered = self._undelivered, []
+        return leftovers
+
+    # -- carrying out effects --------------------------------------------------------
+
+    def _machine(self, origin: Origin) -> OriginMachine:
+        machine = self.machines.get(origin)
+        if machine is None:
+            machine = OriginMachine(str(origin), self.settings)
+            self.machines.put(origin, machine)
+        return machine
+
+    @property
+    def _defer(self) -> float:
+        return self.settings.defer_timeout
+
+    async def _hold_in_store(
+        self, origin: Origin, machine: OriginMachine, held: HeldRequest
+    ) -> None:
+        await self.store.hold(str(origin), held)
+        now = time.time()
+        actions = machine.request(held.token, now, self._defer, deadline=held.deadline)
+        self._carry_out(origin, machine, actions)
+
+    def _carry_out(self, origin: Origin, machine: OriginMachine, actions: list[Action]) -> None:
+        for action in actions:
+            effect = action.effect
+            if effect is Effect.HOLD:
+                continue  # the request is in the store already
+            if effect is Effect.LOAD:
+                self._spawn(self._load(origin, machine))
+            elif effect is Effect.ACQUIRE_LEASE:
+                self._spawn(self._acquire_lease(origin, machine))
+            elif effect is Effect.FETCH:
+                self._start_fetch(origin, machine)
+            elif effect is Effect.STORE:
+                if any(later.effect is Effect.RELEASE_LEASE for later in actions):
+                    self._spawn(self._save_then_release_lease(origin, machine, action))
+                else:
+                    self._spawn(self._save(origin, machine, action))
+            elif effect is Effect.RELEASE_LEASE:
+                if not any(earlier.effect is Effect.STORE for earlier in actions):
+                    self._spawn(self.store.release_lease(str(origin), self._owner))
+            elif effect is Effect.RELEASE:
+                self._triggers.pop(origin, None)  # answered: no fetch needs its proxy now
+                if action.held:
+                    self._spawn(self._release(origin, action))
+            elif effect is Effect.EXPIRE:
+                if action.held:
+                    self._spawn(self._expire(origin, action))
+            elif effect is Effect.ARM_RETRY:
+                self._arm(origin, machine, Timer.RETRY, action.at)
+            elif effect is Effect.ARM_LEASE_CHECK:
+                self._arm(origin, machine, Timer.LEASE_CHECK, action.at)
+            elif effect is Effect.ARM_DEADLINE:
+                self._arm(origin, machine, Timer.DEADLINE, action.at)
+            elif effect is Effect.CANCEL_TIMERS:
+                for timer in Timer:
+                    self._timers.cancel((origin, timer))
+            elif effect is Effect.DROP:
+                self._spawn(self._drop(origin, action))
+
+    def _arm(self, origin: Origin, machine: OriginMachine, timer: Timer, at: float) -> None:
+        if self._closing():
+            return  # no retry, fetch or expiry once closing has begun: close() decides
+        self._timers.schedule(
+            (origin, timer), at - time.time(), self._timer_fired, origin, machine, timer
+        )
+
+    def _timer_fired(self, origin: Origin, machine: OriginMachine, timer: Timer) -> None:
+        if self._closing():
+            return
+        self._carry_out(origin, machine, machine.timer(timer, time.time()))
+
+    async def _load(self, origin: Origin, machine: OriginMachine) -> None:
+        stored = await self.store.load(str(origin))
+        record, version = (None, None) if stored is None else (stored.record, stored.version)
+        if record is not None and record.answered:
+            report = self.accounting.report(origin)
+            if report.status is None:  # fetched earlier: a resumed crawl, or a peer
+                report.outcome, report.status = record.outcome, record.status
+        self._carry_out(origin, machine, machine.loaded(record, version, time.time()))
+
+    async def _acquire_lease(self, origin: Origin, machine: OriginMachine) -> None:
+        if self._closing():
+            return
+        granted = await self.store.acquire_lease(str(origin), self._owner, self._lease_ttl)
+        if granted and self.shared and await self._answered_meanwhile(origin, machine):
+            return
+        self._carry_out(origin, machine, machine.leased(granted, time.time()))
+
+    @property
+    def _lease_ttl(self) -> float:
+        """One robots.txt request's timeout (REP9309_FETCH_TIMEOUT, else DOWNLOAD_TIMEOUT):
+        renewed while the fetch runs, so a fetcher that died blocks the others no longer."""
+        timeout = self.settings.fetch_timeout
+        if timeout is None:
+            timeout = float(self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180))
+        return max(1.0, timeout)
+
+    async def _save(self, origin: Origin, machine: OriginMachine, action: Action) -> None:
+        assert action.record is not None
+        key = str(origin)
+        version = await self.store.save(key, action.record, action.version)
+        if version is not None:
+            machine.stored(version)
+            return
+        stored = await self.store.load(key)  # someone else wrote first: theirs is newer
+        if stored is not None:
+            self._carry_out(
+                origin, machine, machine.changed(stored.record, stored.version, time.time())
+            )
+
+    async def _save_then_release_lease(
+        self, origin: Origin, machine: OriginMachine, action: Action
+    ) -> None:
+        """The lease goes back only once the answer is stored: a peer that takes it
+        then finds the record instead of fetching a second time."""
+        try:
+            await self._save(origin, machine, action)
+        finally:
+            await self.store.release_lease(str(origin), self._owner)
+
+    def _start_fetch(self, origin: Origin, machine: OriginMachine) -> None:
+        if self._closing():
+            return
+        record = machine.record
+        if record is not None and record.answered and not record.failures:
+            self.stats.inc_value("robotstxt/refreshed")
+        self._fetching.add(origin)
+        self._schedule_lease_renewal(origin)
+        self._spawn(self._fetch(origin, machine))
+
+    async def _fetch(self, origin: Origin, machine: OriginMachine) -> None:
+        trigger = self._triggers.pop(origin, None)
+        try:
+            result = await self._download(origin, trigger)
+            result, rules = await self._read(origin, result, trigger)
+        finally:
+            self._fetching.discard(origin)
+            self._timers.cancel((origin, "lease-renewal"))
+        actions = machine.answered(result, time.time())
+        record = machine.record
+        assert record is not None
+        if rules is not None and record.outcome == AVAILABLE and record.body is result.body:
+            self._parsed[origin] = (record, rules)
+        self._report(origin, record, result, machine)
+        self._carry_out(origin, machine, actions)
+
+    async def _download(self, origin: Origin, trigger: Request | None) -> FetchResult:
+        proxy = trigger.meta.get("proxy") if trigger is not None else None
+        user_agent = trigger.headers.get(b"User-Agent") if trigger is not None else None
+        try:
+            return await fetch_robots_txt(
+                self.crawler, origin, self.settings, proxy=proxy, user_agent=user_agent
+            )
+        except Exception as exc:  # a bug or an unexpected middleware error: never crawl blind
+            logger.exception("Fetching the robots.txt of %s failed", origin)
+            return failed(origin, origin.robots_url, (), global_object_name(type(exc)))
+
+    async def _read(
+        self, origin: Origin, result: FetchResult, trigger: Request | None
+    ) -> tuple[FetchResult, RobotsTxt | None]:
+        """Parse an answered body and send ``robots_parsed``; if that raises, the answer
+        counts as unreachable (retried with backoff), so held requests are neither stuck
+        until REP9309_DEFER_TIMEOUT nor crawled without rules."""
+        if result.outcome not in (AVAILABLE, UNAVAILABLE):
+            return result, None
+        try:
+            body = result.body if result.outcome == AVAILABLE else b""
+            rules = RobotsTxt.parse(body, max_size=self.settings.max_size)
+            await self._send_robots_parsed(rules, trigger)
+        except Exception as exc:
+            self.stats.inc_value("robotstxt/answer_errors")
+            logger.exception(
+                "Handling the robots.txt answer of %s failed; treated as unreachable", origin
+            )
+            return failed(origin, result.final_url, (), global_object_name(type(exc))), None
+        return result, rules
+
+    async def _send_robots_parsed(self, rules: RobotsTxt, trigger: Request | None) -> None:
+        signal = getattr(signals, "robots_parsed", None)
+        if signal is None:  # Scrapy < 2.18
+            return
+        await self.crawler.signals.send_catch_log_async(
+            signal=signal, robotparser=RobotParser(rules), request=trigger
+        )
+
+    def _report(
+        self, origin: Origin, record: OriginRecord, result: FetchResult, machine: OriginMachine
+    ) -> None:
+        """Update the origin's report and log the outcome."""
+        report = self.accounting.report(origin)
+        report.outcome = record.outcome
+        report.status = result.status
+        if result.refused:
+            self._warn_ignored(origin, result)
+        now = time.time()
+        if result.outcome != UNREACHABLE:
+            logger.debug(
+                "robots.txt of %s: %s (HTTP %s%s)",
+                origin,
+                result.outcome,
+                result.status,
+                f", {len(result.redirects)} redirects" if result.redirects else "",
+            )
+        elif machine.state is State.STALE:
+            logger.info(
+                "robots.txt of %s unreachable (%s); using the copy fetched %.0f s ago, "
+                "next attempt in %.1f s",
+                origin,
+                record.last_failure,
+                now - record.fetched_at,
+                record.retry_at - now,
+            )
+        else:
+            logger.info(
+                "robots.txt of %s unreachable (%s): %d requests held, next attempt in %.1f s",
+                origin,
+                record.last_failure,
+                len(machine.held),
+                record.retry_at - now,
+            )
+
+    def _warn_ignored(self, origin: Origin, result: FetchResult) -> None:
+        self.stats.inc_value(IGNORED_STAT)
+        if origin in self._warned_ignored:
+            return
+        self._warned_ignored.add(origin)
+        logger.warning(
+            "The robots.txt request of %s was refused by another downloader middleware "
+            "(%s): the origin is treated as having no robots.txt (everything allowed), "
+            "as Scrapy's built-in middleware does",
+            origin,
+            result.error,
+        )
+
+    async def _release(self, origin: Origin, action: Action) -> None:
+        taken = await self._take_for_release(origin, action.held)
+        self._wake(action.held, True)
+        if not taken:
+            return
+        if self._closing():
+            # A closing engine drops new requests silently: close() returns them,
+            # with the copy that decides them.
+            self._undelivered.extend(
+                Leftover(origin, held.request, held.deadline, action.record) for held in taken
+            )
+            return
+        assert action.record is not None
+        requests = [held.request for held in taken]
+        for request in requests:
+            self.released[request] = action.record
+        self._send(origin, requests, "released")
+
+    def _send(self, origin: Origin, requests: list[Request], counter: str) -> None:
+        """Hand ``requests`` to the engine on a fresh call stack (counted then)."""
+        if not self._outbox:
+            self._timers.schedule(("outbox", id(self)), 0, self._flush)
+        self._outbox.extend((origin, request, counter) for request in requests)
+
+    def _flush(self) -> None:
+        engine = self.crawler.engine
+        assert engine is not None
+        outbox, self._outbox = self._outbox, []
+        for origin, request, counter in outbox:
+            self.accounting.count(origin, counter)
+            try:
+                engine.crawl(request)
+            except Exception:  # e.g. a custom scheduler or dupefilter: the others still go
+                logger.exception("Scheduling the released request %s failed", request)
+
+    async def _expire(self, origin: Origin, action: Action) -> None:
+        taken = await self._take(origin, action.held)
+        self._wake(action.held, False)
+        if not taken:
+            return
+        reason = self.expiry_reason(origin)
+        if self._closing():
+            self._expired_late.extend((origin, held.request, reason) for held in taken)
+            return
+        copies = []
+        for held in taken:
+            copy = held.request.replace(dont_filter=True)
+            copy.meta[EXPIRED_META] = reason
+            copies.append(copy)
+        self._send(origin, copies, "expired")
+
+    async def _drop(self, origin: Origin, action: Action) -> None:
+        for held in await self._take(origin, action.held):
+            self._undelivered.append(Leftover(origin, held.request, held.deadline))
+
+    async def _take(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
+        """The held requests behind ``held`` (waiters excluded), taken out of the store."""
+        tokens = [entry.token for entry in held if entry.token not in self._waiters]
+        if not tokens:
+            return []
+        return await self.store.take_held(str(origin), tokens)
+
+    def _closing(self) -> bool:
+        """Whether the spider is closing or closed: no fetch, retry or release starts."""
+        return self._closed or _engine_closing(self.crawler)
+
+    def _wake(self, held: tuple[Held, ...], released: bool) -> None:
+        for entry in held:
+            waiter = self._waiters.pop(entry.token, None)
+            if waiter is not None:
+                _fire(waiter, released)
+
+    def expiry_reason(self, origin: Origin) -> str:
+        failure = self.last_failure(origin)
+        why = f"{UNREACHABLE}: {failure}" if failure else "no answer yet"
+        return (
+            f"robots.txt of {origin} still unknown after {self.settings.defer_timeout:g} s ({why})"
+        )
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def _spawn(self, coroutine: Any, *, busy: bool = True) -> None:
+        """Run ``coroutine`` as a task of its own; log what it raises. ``busy`` tasks
+        keep the spider open until they end."""
+        deferred = deferred_from_coro(coroutine)
+        deferred.addErrback(
+            lambda failure: logger.error(
+                "robots.txt handling failed",
+                exc_info=(failure.type, failure.value, failure.getTracebackObject()),
+            )
+        )
+        if busy:
+            self._tasks += 1
+            deferred.addBoth(self._task_done)
+
+    def _task_done(self, _: Any) -> None:
+        self._tasks -= 1
+
+    def _keep(self, origin: Origin, machine: OriginMachine) -> bool:
+        return not machine.evictable(time.time()) or origin in self._fetching
+
+    def _forget(self, origin: Origin, machine: OriginMachine) -> None:
+        self._parsed.pop(origin, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """A held request the closing spider could not hand back to the engine."""
+
+    origin: Origin
+    request: Request
+    #: Unix time its wait would have ended.
+    deadline: float
+    #: The copy that answered while the spider was closing; None: it never did.
+    record: OriginRecord | None = None
+
+
+def closing_reason(origin: Origin) -> str:
+    return f"Spider closed before the robots.txt of {origin} was known"
+
+
+def _fire(waiter: Deferred[Any], value: Any) -> None:
+    if not waiter.called:
+        waiter.callback(value)
+
+
+def _engine_closing(crawler: Crawler) -> bool:
+    """Whether the engine started closing the spider.
+
+    No public API tells; ``ExecutionEngine._slot.closing`` is set from the start of
+    ``close_spider_async`` until the end. If it is ever renamed, this says "no",
+    which only loses the early give-up, never a decision.
+    """
+    slot = getattr(crawler.engine, "_slot", None)
+    return getattr(slot, "closing", None) is not None
+
+
+async def call_errback(request: Request, exception: Exception) -> None:
+    """Hand ``exception`` to the request's errback the way Scrapy would, output discarded.
+
+    Used when the spider closes with requests still held: the engine no longer
+    accepts new requests or items then, so whatever the errback yields is dropped.
+    """
+    import inspect
+
+    from twisted.python.failure import Failure
+
+    if request.errback is None:
+        return
+    failure = Failure(exception)
+    failure.request = request  # type: ignore[attr-defined]
+    try:
+        output: Any = request.errback(failure)
+        if inspect.isawaitable(output):
+            output = await output
+        if hasattr(output, "__aiter__"):
+            async for _ in output:
+                pass
+        elif output is not None and not isinstance(output, Failure) and hasattr(output, "__iter__"):
+            for _ in output:
+                pass
+    except Exception:
+        logger.exception("Errback of %s failed while the spider was closing", request)

@@ -1,0 +1,157 @@
+"""A store whose calls wait out outages, so that the origin machines never see one.
+
+A store call that fails because the store cannot be reached (``StoreUnavailable``,
+a connection or timeout error) is tried again after 0.5, 1, 2, then every 5 seconds,
+until it succeeds or the spider closes. Meanwhile the effect that needed it simply
+has not happened yet: a load, a lease, a release. Requests of origins without a
+usable copy in memory therefore stay held (never dropped, never crawled blind),
+origins with one keep being decided from memory, and everything resumes when the
+store answers again. One ERROR is logged per outage, and one INFO when it ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from scrapy.utils.defer import maybe_deferred_to_future
+
+from scrapy_rep9309.storage.base import StoreUnavailable
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+    from scrapy_rep9309.policy.record import OriginRecord
+    from scrapy_rep9309.storage.base import (
+        ChangeCallback,
+        HeldRequest,
+        OriginStore,
+        RequestCodec,
+        StoredRecord,
+    )
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between attempts; the last one repeats.
+RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0)
+#: Stat counting store calls that failed (each attempt).
+ERRORS_STAT = "robotstxt/store/errors"
+_OUTAGES = (StoreUnavailable, ConnectionError, TimeoutError)
+_T = TypeVar("_T")
+
+
+class PatientStore:
+    """Wraps the crawl's store for the driver; the middleware keeps the store itself."""
+
+    def __init__(self, store: OriginStore, stats: StatsCollector) -> None:
+        self.inner = store
+        self._stats = stats
+        self._down = False
+        self._closed = False
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes use the same store (see ``SharedOriginStore``)."""
+        return bool(getattr(self.inner, "shared", False))
+
+    async def open(self, codec: RequestCodec, on_change: ChangeCallback) -> None:
+        await self.inner.open(codec, on_change)
+
+    async def close(self) -> None:
+        """Calls still waiting for the store give up (with a neutral answer)."""
+        self._closed = True
+        await self.inner.close()
+
+    async def load(self, key: str) -> StoredRecord | None:
+        return await self._patiently(lambda: self.inner.load(key), None)
+
+    async def try_load(self, key: str) -> StoredRecord | None:
+        """One attempt, None if the store cannot be reached (never waits an outage out)."""
+        try:
+            stored = await self.inner.load(key)
+        except _OUTAGES as exc:
+            self._failed(exc)
+            return None
+        self._answered()
+        return stored
+
+    async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
+        return await self._patiently(lambda: self.inner.save(key, record, expected), None)
+
+    async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
+        return await self._patiently(lambda: self.inner.acquire_lease(key, owner, ttl), False)
+
+    async def renew_lease(self, key: str, owner: str, ttl: float) -> bool:
+        return await self._patiently(lambda: self.inner.renew_lease(key, owner, ttl), False)
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        await self._patiently(lambda: self.inner.release_lease(key, owner), None)
+
+    async def hold(self, key: str, held: HeldRequest) -> None:
+        await self._patiently(lambda: self.inner.hold(key, held), None)
+
+    async def take_held(
+        self, key: str, tokens: Sequence[Hashable] | None = None
+    ) -> list[HeldRequest]:
+        return await self._patiently(lambda: self.inner.take_held(key, tokens), [])
+
+    async def held_keys(self) -> list[str]:
+        return await self._patiently(self.inner.held_keys, [])
+
+    async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
+        adopt = getattr(self.inner, "adopt_orphans", None)
+        if adopt is None:
+            return []
+        return await self._patiently(adopt, [])
+
+    async def _patiently(self, call: Callable[[], Awaitable[_T]], closed: _T) -> _T:
+        """``call()`` until it succeeds; ``closed`` once the spider closed."""
+        attempt = 0
+        while not self._closed:
+            try:
+                result = await call()
+            except _OUTAGES as exc:
+                if self._closed:
+                    break
+                self._failed(exc)
+                await _sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
+                attempt += 1
+                continue
+            self._answered()
+            return result
+        return closed
+
+    def _failed(self, exc: BaseException) -> None:
+        self._stats.inc_value(ERRORS_STAT)
+        if self._down:
+            logger.debug("robots.txt store still unavailable: %s", exc)
+            return
+        self._down = True
+        logger.error(
+            "The robots.txt store %r is unavailable (%s): requests of origins without a "
+            "usable robots.txt in this process are held, and the store is tried again "
+            "every few seconds",
+            self.inner,
+            exc,
+        )
+
+    def _answered(self) -> None:
+        if self._down:
+            self._down = False
+            logger.info("The robots.txt store %r answers again", self.inner)
+
+    def __repr__(self) -> str:
+        return f"<PatientStore {self.inner!r}>"
+
+
+async def _sleep(seconds: float) -> None:
+    """Wait on the running reactor (asyncio or not)."""
+    from twisted.internet import reactor
+    from twisted.internet.task import deferLater
+
+    await maybe_deferred_to_future(deferLater(reactor, seconds, _nothing))
+
+
+def _nothing() -> Any:
+    return None

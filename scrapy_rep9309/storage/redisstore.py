@@ -1,0 +1,838 @@
+"""The store of a fleet: records, fetch leases and held requests in Redis, shared by every
+crawl process that names the same Redis and prefix.
+
+Needs the ``redis`` package (``pip install "scrapy-rep9309[redis]"``) and an asyncio
+event loop; never imports Scrapy (the Scrapy-facing subclass, with ``from_crawler``, is
+``scrapy_rep9309.integration.fleet.RedisStore``).
+
+What lives where, under ``<prefix>:`` (default ``rep9309:``):
+
+- ``record:<origin>``: a hash ``{v: version, d: header JSON + "\\n" + body}``, expiring
+  when the record is of no more use (its TTL plus ``REP9309_STALE_TTL``; in backoff, past
+  its retry plus ``REP9309_RETRY_MAX_DELAY``, so the doubling goes on). ``save`` is a
+  compare-and-set on ``v`` in one Lua script, which also publishes the origin on
+  ``changes`` for the other processes. Versions come from one counter that never goes
+  back, not even when Redis lost its data (it starts again from the server's clock).
+- ``lease:<origin>``: the fetch lease, ``SET NX PX`` with the owner token; renewed and
+  released by a script that checks the owner first.
+- ``held:<origin>``: a hash of held requests, ``<process>:<token>`` -> ``<seq> <deadline>
+  <request>``; ``holders`` lists the processes holding requests and ``holding:<process>``
+  the origins each one holds requests for. ``alive:<process>`` is each process's
+  heartbeat (renewed every second, gone 5 s after the process is): a process whose
+  heartbeat is gone is stopped or dead, and the requests it held are orphans that the
+  others adopt (``adopt_orphans``).
+- ``generation``: a random token written once; when it is missing Redis lost its data
+  (a restart without persistence), and every process writes its held requests again
+  from the copy it keeps (``_mine``), so that none is lost with it.
+
+Taking held requests (``take_held``, ``adopt_orphans``) is idempotent: a script keeps
+what it took under a receipt for a minute, and a call repeated after a lost reply
+(the client retries once) gets the same requests back instead of none.
+
+Every call that cannot reach Redis raises ``StoreUnavailable``, except ``hold``: a
+request that cannot be written is kept in this process and written once Redis answers
+again, so a request is never lost because Redis was down when it had to wait.
+Redis content is trusted like the crawl's own queue; what is read is bounded all the
+same (a record larger than ``max_size`` plus a header is ignored, with a WARNING).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from redis import asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError, ResponseError
+
+from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE
+from scrapy_rep9309.policy.record import (
+    AVAILABLE,
+    UNAVAILABLE,
+    UNREACHABLE,
+    OriginRecord,
+    RecordTiming,
+)
+from scrapy_rep9309.storage.base import (
+    ChangeCallback,
+    HeldRequest,
+    RequestCodec,
+    StoredRecord,
+    StoreUnavailable,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_URL = "redis://localhost:6379/0"
+DEFAULT_PREFIX = "rep9309"
+#: Bytes a record's header (its JSON) may take besides the body.
+HEADER_LIMIT = 4096
+#: Characters of a failure description kept in a record (the rest is cut).
+FAILURE_LIMIT = 1000
+#: Seconds between heartbeats; each also checks the generation and writes what waits.
+HEARTBEAT_INTERVAL = 1.0
+#: Seconds after its last heartbeat a process counts as gone.
+ALIVE_TTL = 5.0
+#: Seconds a receipt of taken requests is kept for a repeated call.
+RECEIPT_TTL = 60.0
+#: Orphaned requests adopted per call at most (the script runs inside Redis).
+ADOPT_LIMIT = 1000
+#: Held requests written in one script call at most.
+HOLD_BATCH = 500
+#: Connections to Redis per process at most (one of them listens for changes).
+MAX_CONNECTIONS = 16
+#: Seconds ``close`` spends writing requests held while Redis was down.
+CLOSE_FLUSH_TIMEOUT = 5.0
+#: Stat counting records in Redis that could not be read.
+CORRUPT_STAT = "robotstxt/store/corrupt"
+_GENERATION_ERROR = "REP9309GENERATION"
+_OUTCOMES = (AVAILABLE, UNAVAILABLE, UNREACHABLE)
+_T = TypeVar("_T")
+
+_GENERATION_CHECK = f"""
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  return redis.error_reply('{_GENERATION_ERROR} Redis lost its data')
+end
+"""
+
+# KEYS: record, version counter. ARGV: expected version ('' = none), data, ttl ms,
+# channel, message. Returns the new version, or false when someone else wrote first.
+_SAVE = """
+local current = redis.call('HGET', KEYS[1], 'v')
+if ARGV[1] == '' then
+  if current then return false end
+elseif current ~= ARGV[1] then
+  return false
+end
+local version = redis.call('INCR', KEYS[2])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if version < now then
+  version = now
+  redis.call('SET', KEYS[2], version)
+end
+redis.call('HSET', KEYS[1], 'v', version, 'd', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return version
+"""
+
+# KEYS: record. ARGV: size limit. Returns false, {version, size} when too large, or
+# {version, size, data}: the data is never sent when it is larger than the limit.
+_LOAD = """
+local version = redis.call('HGET', KEYS[1], 'v')
+if not version then return false end
+local size = redis.call('HSTRLEN', KEYS[1], 'd')
+if size > tonumber(ARGV[1]) then return {version, size} end
+return {version, size, redis.call('HGET', KEYS[1], 'd')}
+"""
+
+# KEYS: record. ARGV: version. Deletes the record only if it is still that version.
+_DROP = """
+if redis.call('HGET', KEYS[1], 'v') == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+# KEYS: lease. ARGV: owner, ttl ms.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# KEYS: lease. ARGV: owner.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+# KEYS: generation, holders, holding:<me>, seq. ARGV: generation, prefix, me, then
+# origin key, entry id, value for each request (a batch: one round trip for many).
+# Sequence numbers keep the requests of an origin in the order they were held.
+_HOLD = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return redis.error_reply('REP9309GENERATION Redis lost its data')
+end
+local count = (#ARGV - 3) / 3
+local seq = redis.call('INCRBY', KEYS[4], count) - count
+local seen = {}
+for i = 4, #ARGV, 3 do
+  seq = seq + 1
+  redis.call('HSET', ARGV[2] .. ':held:' .. ARGV[i], ARGV[i + 1], seq .. ' ' .. ARGV[i + 2])
+  if not seen[ARGV[i]] then
+    redis.call('SADD', KEYS[3], ARGV[i])
+    seen[ARGV[i]] = true
+  end
+end
+redis.call('SADD', KEYS[2], ARGV[3])
+return count
+"""
+
+# KEYS: held, generation, receipt, holders. ARGV: generation, prefix, origin key,
+# entry ids (none: all). Returns id, value, id, value...
+_TAKE = (
+    _GENERATION_CHECK
+    + """
+if redis.call('EXISTS', KEYS[3]) == 1 then return redis.call('LRANGE', KEYS[3], 0, -1) end
+local out = {}
+if #ARGV == 3 then
+  out = redis.call('HGETALL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+else
+  for i = 4, #ARGV do
+    local value = redis.call('HGET', KEYS[1], ARGV[i])
+    if value then
+      out[#out + 1] = ARGV[i]
+      out[#out + 1] = value
+      redis.call('HDEL', KEYS[1], ARGV[i])
+    end
+  end
+end
+if #out == 0 then return out end
+for i = 1, #out, 128 do redis.call('RPUSH', KEYS[3], unpack(out, i, math.min(i + 127, #out))) end
+redis.call('PEXPIRE', KEYS[3], RECEIPT_MS)
+local remaining = {}
+for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
+  remaining[string.match(id, '^[^:]+')] = true
+end
+for i = 1, #out, 2 do
+  local owner = string.match(out[i], '^[^:]+')
+  if not remaining[owner] then
+    local holding = ARGV[2] .. ':holding:' .. owner
+    redis.call('SREM', holding, ARGV[3])
+    if redis.call('SCARD', holding) == 0 then redis.call('SREM', KEYS[4], owner) end
+    remaining[owner] = true
+  end
+end
+return out
+"""
+)
+
+# KEYS: holders, generation, receipt, holding:<me>. ARGV: generation, prefix, me, limit.
+# Requests held by processes whose heartbeat is gone become ours (renamed <me>:<old id>).
+# Returns origin key, new id, value, ...
+_ADOPT = (
+    _GENERATION_CHECK
+    + """
+if redis.call('EXISTS', KEYS[3]) == 1 then return redis.call('LRANGE', KEYS[3], 0, -1) end
+local out = {}
+local count = 0
+local limit = tonumber(ARGV[4])
+for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if owner ~= ARGV[3] and redis.call('EXISTS', ARGV[2] .. ':alive:' .. owner) == 0 then
+    local holding = ARGV[2] .. ':holding:' .. owner
+    for _, key in ipairs(redis.call('SMEMBERS', holding)) do
+      if count >= limit then break end
+      local held = ARGV[2] .. ':held:' .. key
+      local mark = owner .. ':'
+      local adopted = 0
+      for _, id in ipairs(redis.call('HKEYS', held)) do
+        if string.sub(id, 1, #mark) == mark then
+          local value = redis.call('HGET', held, id)
+          local new = ARGV[3] .. ':' .. id
+          redis.call('HDEL', held, id)
+          redis.call('HSET', held, new, value)
+          out[#out + 1] = key
+          out[#out + 1] = new
+          out[#out + 1] = value
+          count = count + 1
+          adopted = adopted + 1
+        end
+      end
+      redis.call('SREM', holding, key)
+      if adopted > 0 then redis.call('SADD', KEYS[4], key) end
+    end
+    if redis.call('SCARD', holding) == 0 then redis.call('SREM', KEYS[1], owner) end
+  end
+end
+if #out > 0 then
+  redis.call('SADD', KEYS[1], ARGV[3])
+  for i = 1, #out, 128 do
+    redis.call('RPUSH', KEYS[3], unpack(out, i, math.min(i + 127, #out)))
+  end
+  redis.call('PEXPIRE', KEYS[3], RECEIPT_MS)
+end
+return out
+"""
+)
+
+_TAKE = _TAKE.replace("RECEIPT_MS", str(int(RECEIPT_TTL * 1000)))
+_ADOPT = _ADOPT.replace("RECEIPT_MS", str(int(RECEIPT_TTL * 1000)))
+
+# KEYS: holders. ARGV: prefix. Origins with requests held by processes that are gone.
+_ORPHANED_KEYS = """
+local out = {}
+for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. ':alive:' .. owner) == 0 then
+    for _, key in ipairs(redis.call('SMEMBERS', ARGV[1] .. ':holding:' .. owner)) do
+      out[#out + 1] = key
+    end
+  end
+end
+return out
+"""
+
+
+class RedisOriginStore:
+    """Origin records, fetch leases and held requests in Redis, shared by a fleet.
+
+    ``shared`` tells the driver that other processes use the same store: it then
+    takes every request held for an origin when it releases them, leaves its held
+    requests here when the spider closes, and adopts those of processes that are gone.
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str,
+        timing: RecordTiming,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        max_size: int = DEFAULT_MAX_SIZE,
+        stats: Any = None,
+    ) -> None:
+        self.url = url
+        self.prefix = prefix
+        self._timing = timing
+        self._max_size = max_size
+        self._stats = stats
+        #: This process among those sharing the store (held requests, heartbeat).
+        self.me = uuid.uuid4().hex
+        self._redis: aioredis.Redis | None = None
+        self._codec: RequestCodec | None = None
+        self._on_change: ChangeCallback = _ignore
+        self._generation: bytes | None = None
+        #: Our held requests as written: origin key -> entry id -> (token, value).
+        self._mine: dict[str, dict[str, tuple[Hashable, bytes]]] = {}
+        #: Those not written yet (Redis was down, or lost them): (origin key, entry id).
+        self._unwritten: set[tuple[str, str]] = set()
+        #: Our held requests themselves, by entry id: taken back without decoding them.
+        self._live: dict[str, Any] = {}
+        #: Entries being written by ``hold`` right now (a take-all leaves them alone).
+        self._inflight: set[tuple[str, str]] = set()
+        #: Requests being held right now, written together by ``_write_batches``.
+        self._batch: list[tuple[str, str, bytes, asyncio.Future[None]]] = []
+        self._batch_writer: asyncio.Future[None] | None = None
+        #: Held while writing what waits here, taking and adopting: never two at once.
+        self._writing = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closing = False
+        self._scripts: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<RedisStore {redact(self.url)} prefix {self.prefix!r}>"
+
+    def _key(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    # -- connection --------------------------------------------------------------------
+
+    async def open(self, codec: RequestCodec, on_change: ChangeCallback) -> None:
+        """Connect, announce this process and listen for records others store.
+
+        Never raises for an unreachable Redis (start-up reachability is checked
+        before, in ``from_crawler``): until it answers, calls raise StoreUnavailable
+        and held requests wait in this process.
+        """
+        self._codec = codec
+        self._on_change = on_change
+        # A bounded pool that makes callers wait for a connection: a burst of held
+        # requests must queue up, not open a connection each (or fail with "too many").
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.url,
+            max_connections=MAX_CONNECTIONS,
+            timeout=5,
+            socket_timeout=5,
+            socket_connect_timeout=2,
+            retry=Retry(NoBackoff(), 1),
+        )
+        self._redis = aioredis.Redis(connection_pool=pool)
+        self._scripts = {
+            name: self._redis.register_script(source)
+            for name, source in (
+                ("save", _SAVE),
+                ("load", _LOAD),
+                ("drop", _DROP),
+                ("renew", _RENEW),
+                ("release", _RELEASE),
+                ("hold", _HOLD),
+                ("take", _TAKE),
+                ("adopt", _ADOPT),
+                ("orphaned", _ORPHANED_KEYS),
+            )
+        }
+        try:
+            await self._beat()
+        except (RedisError, OSError) as exc:
+            logger.debug("Redis at %s not reachable yet: %s", redact(self.url), exc)
+        self._tasks = [
+            asyncio.ensure_future(self._heartbeat_loop()),
+            asyncio.ensure_future(self._listen()),
+        ]
+
+    async def close(self) -> None:
+        """Write what still waits here, say goodbye (others adopt our held requests at
+        once) and disconnect. Held requests stay in Redis for the other processes."""
+        self._closing = True
+        redis = self._redis
+        if redis is None:
+            return
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            await asyncio.wait_for(self._beat(), CLOSE_FLUSH_TIMEOUT)
+            await redis.delete(self._key("alive", self.me))
+        except (RedisError, OSError, StoreUnavailable, asyncio.TimeoutError) as exc:
+            logger.debug("Closing the Redis store: %s", exc)
+        if self._unwritten:
+            logger.error(
+                "%d held requests could not be written to Redis at %s before closing: "
+                "they are lost to the fleet",
+                len(self._unwritten),
+                redact(self.url),
+            )
+        await redis.aclose()
+
+    async def _heartbeat_loop(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(HEARTBEAT_INTERVAL)
+            try:
+                await self._beat()
+            except (RedisError, OSError, StoreUnavailable) as exc:
+                logger.debug("Redis heartbeat failed: %s", exc)
+
+    async def _beat(self) -> None:
+        """Say we are alive; write again what Redis lost, or never got while it was down."""
+        redis = self._redis
+        assert redis is not None
+        async with redis.pipeline(transaction=False) as pipe:
+            pipe.set(self._key("alive", self.me), str(os.getpid()), px=_ms(ALIVE_TTL))
+            pipe.get(self._key("generation"))
+            _, generation = await pipe.execute()
+        if generation is None or generation != self._generation:
+            async with self._writing:
+                await self._resync()
+        elif self._unwritten:
+            async with self._writing:
+                await self._flush()
+
+    async def _resync(self) -> None:
+        """Redis lost its data (or we never saw it): agree on a new generation and write
+        every request we hold again. Called with ``_writing`` held."""
+        redis = self._redis
+        assert redis is not None
+        await redis.set(self._key("generation"), uuid.uuid4().hex, nx=True)
+        generation = await redis.get(self._key("generation"))
+        if self._generation is not None and generation != self._generation:
+            logger.warning(
+                "Redis at %s lost its data: writing the %d held requests of this process "
+                "again; robots.txt records will be fetched again",
+                redact(self.url),
+                sum(len(entries) for entries in self._mine.values()),
+            )
+        self._generation = generation
+        self._unwritten.update(
+            (key, entry) for key, entries in self._mine.items() for entry in entries
+        )
+        await self._flush()
+
+    async def _flush(self) -> None:
+        """Write the held requests that wait in this process, oldest first. Called with
+        ``_writing`` held, so that nothing takes them meanwhile."""
+        waiting = sorted(self._unwritten, key=lambda item: _order(item[1]))
+        for start in range(0, len(waiting), HOLD_BATCH):
+            batch = [
+                (key, entry, self._mine[key][entry][1])
+                for key, entry in waiting[start : start + HOLD_BATCH]
+                if entry in self._mine.get(key, {})
+            ]
+            if batch:
+                await self._write_held(batch)
+            self._unwritten.difference_update(waiting[start : start + HOLD_BATCH])
+
+    async def _listen(self) -> None:
+        """Tell the driver about records other processes stored (within a second)."""
+        channel = self._key("changes")
+        while not self._closing:
+            redis = self._redis
+            assert redis is not None
+            pubsub = redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(channel)
+                while not self._closing:
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message is not None:
+                        self._changed(message["data"])
+            except (RedisError, OSError) as exc:
+                logger.debug("Redis subscription lost: %s", exc)
+                await asyncio.sleep(HEARTBEAT_INTERVAL)
+            finally:
+                try:
+                    await pubsub.aclose()
+                except (RedisError, OSError):
+                    pass
+
+    def _changed(self, data: bytes) -> None:
+        owner, _, key = data.decode("utf-8", "replace").partition(" ")
+        if owner != self.me and key:
+            self._on_change(key)
+
+    async def _call(self, call: Callable[[], Awaitable[_T]]) -> _T:
+        """Run one Redis call; an unreachable Redis is StoreUnavailable."""
+        if self._redis is None:
+            raise StoreUnavailable("the Redis store is not open")
+        try:
+            return await call()
+        except (RedisError, OSError) as exc:
+            if isinstance(exc, ResponseError) and str(exc).startswith(_GENERATION_ERROR):
+                self._generation = None
+                raise _GenerationLost(f"Redis at {redact(self.url)} lost its data") from exc
+            raise StoreUnavailable(f"Redis at {redact(self.url)}: {exc}") from exc
+
+    async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """Run a script that writes held requests: only within the generation we know."""
+        generation = self._generation
+        if generation is None:
+            raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
+        return await self._call(
+            lambda: self._scripts[name](keys=list(keys), args=[generation, *args])
+        )
+
+    async def _script_in_step(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """``_script`` that first writes our held requests again if Redis lost its data.
+        Called with ``_writing`` held (taking and adopting)."""
+        try:
+            return await self._script(name, keys, args)
+        except _GenerationLost:
+            await self._call(self._resync)
+            return await self._script(name, keys, args)
+
+    # -- records -------------------------------------------------------------------------
+
+    async def load(self, key: str) -> StoredRecord | None:
+        limit = self._max_size + HEADER_LIMIT
+        answer = await self._call(
+            lambda: self._scripts["load"](keys=[self._key("record", key)], args=[limit])
+        )
+        if not answer:
+            return None
+        version = int(answer[0])
+        try:
+            if len(answer) < 3:
+                raise ValueError(f"{int(answer[1])} bytes, more than the {limit} read")
+            record = decode_record(answer[2])
+        except (ValueError, TypeError, KeyError) as exc:
+            logger.warning(
+                "Ignoring the robots.txt record of %s in Redis (%s): unreadable (%s); "
+                "it will be fetched again",
+                key,
+                redact(self.url),
+                exc,
+            )
+            if self._stats is not None:
+                self._stats.inc_value(CORRUPT_STAT)
+            await self._call(
+                lambda: self._scripts["drop"](keys=[self._key("record", key)], args=[version])
+            )
+            return None
+        return StoredRecord(record, version)
+
+    async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
+        data = encode_record(record)
+        ttl = _ms(max(1.0, self.useful_until(record) - time.time()))
+        version = await self._call(
+            lambda: self._scripts["save"](
+                keys=[self._key("record", key), self._key("version")],
+                args=[
+                    "" if expected is None else expected,
+                    data,
+                    ttl,
+                    self._key("changes"),
+                    f"{self.me} {key}",
+                ],
+            )
+        )
+        return None if version is None else int(version)
+
+    def useful_until(self, record: OriginRecord) -> float:
+        """Until when a record may be of use: its TTL and stale period; a backoff is kept
+        a retry period past its retry, so consecutive failures keep doubling it."""
+        until = record.expires_at + self._timing.stale_ttl
+        if record.failures:
+            until = max(until, record.retry_at + self._timing.retry_max_delay)
+        return until
+
+    # -- leases ----------------------------------------------------------------------------
+
+    async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
+        lease = self._key("lease", key)
+        redis = self._redis
+        if redis is not None and await self._call(
+            lambda: redis.set(lease, owner, nx=True, px=_ms(ttl))
+        ):
+            return True
+        return await self.renew_lease(key, owner, ttl)  # ours already?
+
+    async def renew_lease(self, key: str, owner: str, ttl: float) -> bool:
+        renewed = await self._call(
+            lambda: self._scripts["renew"](keys=[self._key("lease", key)], args=[owner, _ms(ttl)])
+        )
+        return bool(renewed)
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        await self._call(
+            lambda: self._scripts["release"](keys=[self._key("lease", key)], args=[owner])
+        )
+
+    # -- held requests -----------------------------------------------------------------------
+
+    async def hold(self, key: str, held: HeldRequest) -> None:
+        """Write ``held``; while Redis is unreachable it waits in this process instead.
+
+        Requests held in the same moment (a burst of new origins) are written together,
+        in one round trip, so that the loads and leases that decide them do not queue
+        up behind one write each."""
+        assert self._codec is not None
+        entry = self._entry_id(held.token)
+        value = b"%.3f %s" % (held.deadline, self._codec.encode(held.request))
+        self._mine.setdefault(key, {})[entry] = (held.token, value)
+        self._live[entry] = held.request
+        self._inflight.add((key, entry))
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._batch.append((key, entry, value, written))
+        if self._batch_writer is None:
+            self._batch_writer = asyncio.ensure_future(self._write_batches())
+        try:
+            await written
+        except StoreUnavailable as exc:
+            logger.debug("Holding %s in this process until Redis answers: %s", entry, exc)
+            self._unwritten.add((key, entry))
+        finally:
+            self._inflight.discard((key, entry))
+
+    async def _write_batches(self) -> None:
+        try:
+            await asyncio.sleep(0)  # let the requests held in this moment join
+            while self._batch:
+                batch, self._batch = self._batch[:HOLD_BATCH], self._batch[HOLD_BATCH:]
+                try:
+                    await self._write_held([(key, entry, value) for key, entry, value, _ in batch])
+                except StoreUnavailable as exc:
+                    for *_, written in batch:
+                        written.set_exception(exc)
+                else:
+                    for *_, written in batch:
+                        written.set_result(None)
+        finally:
+            self._batch_writer = None
+
+    async def _write_held(self, batch: list[tuple[str, str, bytes]]) -> None:
+        """Write (origin key, entry id, value) triples in one script call."""
+        await self._script(
+            "hold",
+            [
+                self._key("generation"),
+                self._key("holders"),
+                self._key("holding", self.me),
+                self._key("seq"),
+            ],
+            [self.prefix, self.me, *(part for triple in batch for part in triple)],
+        )
+
+    async def take_held(
+        self, key: str, tokens: Sequence[Hashable] | None = None
+    ) -> list[HeldRequest]:
+        """Remove and return held requests of ``key``: those of ``tokens``, or every one
+        held for it by any process (what the process releasing them does)."""
+        async with self._writing:
+            mine = self._mine.get(key, {})
+            if tokens is None:
+                wanted = [entry for entry in mine if (key, entry) not in self._inflight]
+            else:
+                wanted = [self._entry_id(token) for token in tokens]
+            local = [entry for entry in wanted if (key, entry) in self._unwritten]
+            pairs: list[bytes] = []
+            if tokens is None or len(local) < len(wanted):
+                remote = () if tokens is None else [e for e in wanted if e not in local]
+                pairs = await self._script_in_step(
+                    "take",
+                    [
+                        self._key("held", key),
+                        self._key("generation"),
+                        self._key("receipt", uuid.uuid4().hex),
+                        self._key("holders"),
+                    ],
+                    [self.prefix, key, *remote],
+                )
+            taken = [
+                (entry.decode(), value)
+                for entry, value in zip(pairs[::2], pairs[1::2], strict=True)
+            ]
+            for entry in local:
+                self._unwritten.discard((key, entry))
+                taken.append((entry, b"%d %s" % (_LOCAL_ORDER + _order(entry), mine[entry][1])))
+            live = {entry: self._live.pop(entry) for entry in wanted if entry in self._live}
+            for entry in wanted:  # taken now, or by another process before
+                mine.pop(entry, None)
+            if not mine:
+                self._mine.pop(key, None)
+            return self._decode_held(key, taken, live)
+
+    async def held_keys(self) -> list[str]:
+        """Origins with requests held by processes that are gone (stopped or killed):
+        those the others should pick up (``adopt_orphans``)."""
+        keys = await self._call(
+            lambda: self._scripts["orphaned"](keys=[self._key("holders")], args=[self.prefix])
+        )
+        return sorted({key.decode() for key in keys})
+
+    async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
+        """Make this process the holder of the requests held by processes that are gone;
+        returns them (origin key, request) with their original deadlines, in order."""
+        async with self._writing:
+            flat = await self._script_in_step(
+                "adopt",
+                [
+                    self._key("holders"),
+                    self._key("generation"),
+                    self._key("receipt", uuid.uuid4().hex),
+                    self._key("holding", self.me),
+                ],
+                [self.prefix, self.me, ADOPT_LIMIT],
+            )
+            by_key: dict[str, list[tuple[str, bytes]]] = {}
+            for raw_key, raw_entry, value in zip(flat[::3], flat[1::3], flat[2::3], strict=True):
+                key, entry = raw_key.decode(), raw_entry.decode()
+                by_key.setdefault(key, []).append((entry, value))
+                self._mine.setdefault(key, {})[entry] = (entry, value.split(b" ", 1)[1])
+        return [
+            (key, held) for key, pairs in by_key.items() for held in self._decode_held(key, pairs)
+        ]
+
+    def _entry_id(self, token: Hashable) -> str:
+        """Entry ids of our requests: ``<me>:<driver token>``; adopted ones keep theirs."""
+        if isinstance(token, str) and token.startswith(f"{self.me}:"):
+            return token
+        return f"{self.me}:{token}"
+
+    def _token_of(self, entry: str) -> Hashable:
+        """The driver's token of one of our entries (an int), else the entry id."""
+        owner, _, rest = entry.partition(":")
+        if owner == self.me and rest.isdigit():
+            return int(rest)
+        return entry
+
+    def _decode_held(
+        self, key: str, pairs: list[tuple[str, bytes]], live: dict[str, Any] | None = None
+    ) -> list[HeldRequest]:
+        """Held requests from ``<seq> <deadline> <request>`` values, oldest first.
+
+        Our own entries carry the driver's token again, and the request object itself
+        when this process still has it (``live``); others' carry their entry id and are
+        decoded. A request that no longer decodes (a spider without that callback) is
+        logged and dropped.
+        """
+        assert self._codec is not None
+        live = live or {}
+        decoded = []
+        for entry, value in pairs:
+            try:
+                seq, deadline, data = value.split(b" ", 2)
+                request = live[entry] if entry in live else self._codec.decode(data)
+                held = HeldRequest(self._token_of(entry), float(deadline), request)
+                decoded.append((int(seq), held))
+            except Exception:
+                logger.exception("Dropping a held request of %s that cannot be read back", key)
+        decoded.sort(key=lambda item: item[0])
+        return [held for _, held in decoded]
+
+
+def encode_record(record: OriginRecord) -> bytes:
+    """A header line (JSON, without the body) and the body, as stored in Redis."""
+    header = {
+        "outcome": record.outcome,
+        "status": record.status,
+        "fetched_at": record.fetched_at,
+        "expires_at": record.expires_at,
+        "failures": record.failures,
+        "retry_at": record.retry_at,
+        "last_failure": None
+        if record.last_failure is None
+        else record.last_failure[:FAILURE_LIMIT],
+    }
+    return json.dumps(header, separators=(",", ":")).encode() + b"\n" + record.body
+
+
+def decode_record(data: bytes) -> OriginRecord:
+    """The record ``encode_record`` wrote; ValueError (or TypeError) for anything else."""
+    line, newline, body = data.partition(b"\n")
+    if not newline or len(line) > HEADER_LIMIT:
+        raise ValueError("no header line")
+    header = json.loads(line)
+    if not isinstance(header, dict) or header.get("outcome") not in _OUTCOMES:
+        raise ValueError("not a robots.txt record")
+    numbers = [header[name] for name in ("fetched_at", "expires_at", "retry_at")]
+    if not all(isinstance(n, (int, float)) and math.isfinite(n) for n in numbers):
+        raise ValueError("times are not finite numbers")
+    status, failures, failure = header["status"], header["failures"], header["last_failure"]
+    if status is not None and not isinstance(status, int):
+        raise ValueError("status is not a number")
+    if not isinstance(failures, int) or failures < 0:
+        raise ValueError("failures is not a count")
+    if failure is not None and not isinstance(failure, str):
+        raise ValueError("last failure is not a string")
+    return OriginRecord(
+        outcome=header["outcome"],
+        status=status,
+        body=body,
+        fetched_at=float(numbers[0]),
+        expires_at=float(numbers[1]),
+        failures=failures,
+        retry_at=float(numbers[2]),
+        last_failure=failure,
+    )
+
+
+class _GenerationLost(StoreUnavailable):
+    """Redis lost its data since we last wrote held requests (or we never wrote any)."""
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + netloc))
+
+
+def _order(entry: str) -> int:
+    """The driver's token in an entry id: the order requests were held in here."""
+    tail = entry.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+#: Requests that waited in this process come after those Redis had (sequence numbers).
+_LOCAL_ORDER = 2**53
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def _ignore(key: str) -> None:
+    """The change callback before ``open``."""

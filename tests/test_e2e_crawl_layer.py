@@ -1,0 +1,114 @@
+"""End-to-end checks of the crawl layer's promises that issue #9 names.
+
+- The newest usable copy decides, at download time: requests released under an older
+  copy and still queued when a newer robots.txt disallows them are not downloaded.
+- ``check``, ``scrapy robots`` and the middleware share one decision (``/robots.txt?x=1``).
+- A robots.txt request refused by another downloader middleware (HTTPCACHE_IGNORE_MISSING
+  replaying a cache without robots.txt) is "unavailable", not an unreachable server.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests._commands import run, run_async, scrapy
+from tests._readme import undocumented_stats
+from tests.crawl import BUILTIN_ENABLED, run_crawl
+from tests.servers import Reply, ServerPool, rules
+
+ALLOW_ALL = "User-agent: *\nAllow: /\n"
+DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
+
+
+@deferred_f_from_coro_f
+async def test_requests_queued_under_an_older_copy_obey_the_newest(servers: ServerPool) -> None:
+    """robots.txt answers Allow with max-age=1, then 503 (the expired copy is used as
+    stale), then Disallow. With one download slot, pages released under the first two
+    copies are still queued when Disallow arrives: not one of them may be downloaded."""
+    site = servers.add(
+        [
+            rules(ALLOW_ALL, headers={"Cache-Control": "max-age=1"}),
+            Reply(503, "busy"),
+            rules(DISALLOW_ALL),
+        ],
+        page_delay=0.3,
+    )
+    pages = site.urls([f"/page/{n}" for n in range(12)])
+    settings = {
+        "CONCURRENT_REQUESTS": 1,
+        "REP9309_RETRY_DELAY": 0.5,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    }
+
+    result = await run_crawl(pages, settings)
+
+    assert len(site.robots_fetches) == 3
+    disallow_sent = site.robots_fetches[2].answered
+    assert disallow_sent is not None
+    late = [entry.path for entry in site.page_requests if entry.received > disallow_sent]
+    assert late == [], "pages downloaded after robots.txt disallowed them"
+    assert result.urls, "the first copy allowed some pages"
+    assert result.urls | result.forbidden_urls == set(pages)
+    assert result.failures == [
+        failure for failure in result.failures if failure.url in result.forbidden_urls
+    ]
+    assert undocumented_stats(set(result.stats)) == set()
+
+
+ROBOTS_RULE = "User-agent: *\nDisallow: /robots\n"
+
+
+@deferred_f_from_coro_f
+async def test_check_scrapy_robots_and_the_middleware_agree_on_robots_txt_urls(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    site = servers.add(rules(ROBOTS_RULE))
+    itself, with_query = site.url("/robots.txt"), site.url("/robots.txt?x=1")
+    robots_file = tmp_path / "robots.txt"
+    robots_file.write_text(ROBOTS_RULE)
+
+    checked = run(["-m", "scrapy_rep9309", "check", str(robots_file), itself, with_query])
+    commanded = await run_async(
+        scrapy("robots", "-s", "TELNETCONSOLE_ENABLED=False", itself, with_query), cwd=tmp_path
+    )
+    crawled = await run_crawl([itself, with_query])
+
+    for output in (checked.stdout, commanded.stdout):
+        assert f"allowed     {itself}\n" in output, output
+        assert f"disallowed  {with_query}\n" in output, output
+    assert crawled.urls == {itself}
+    assert crawled.forbidden_urls == {with_query}
+
+
+@deferred_f_from_coro_f
+async def test_robots_txt_refused_by_the_http_cache_allows_the_cached_pages(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    site = servers.add(rules(DISALLOW_ALL))
+    pages = site.urls(["/a", "/b", "/c"])
+    cache = {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path / "cache")}
+    # First run without robots.txt: the cache holds the pages, not robots.txt.
+    await run_crawl(pages, {**cache, "ROBOTSTXT_OBEY": False})
+    assert site.robots_fetches == []
+    replay = {**cache, "HTTPCACHE_IGNORE_MISSING": True, "REP9309_DEFER_TIMEOUT": 3600}
+
+    result = await run_crawl(pages, replay)
+    builtin = await run_crawl(pages, replay, enable=BUILTIN_ENABLED)
+
+    assert site.robots_fetches == []
+    assert result.urls == set(pages) == builtin.urls, "the cached pages are crawled"
+    assert result.stat("robotstxt/ignored") == 1
+    assert result.stat("robotstxt/unreachable") == 0
+    assert result.stat("robotstxt/deferred/expired") == 0
+    assert result.duration < 30, "nothing waited for REP9309_DEFER_TIMEOUT"
+    warnings = [
+        record.getMessage()
+        for record in result.logs
+        if record.levelno == logging.WARNING and record.name.startswith("scrapy_rep9309")
+    ]
+    assert len(warnings) == 1, warnings
+    assert site.base in warnings[0] and "IgnoreRequest" in warnings[0]
+    assert undocumented_stats(set(result.stats)) == set()

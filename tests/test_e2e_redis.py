@@ -1,0 +1,178 @@
+"""Crawls with ``REP9309_STORE = "scrapy_rep9309.RedisStore"`` against a real redis-server:
+two crawlers sharing one Redis fetch each robots.txt once between them and release each
+other's held requests; a record that does not parse is refetched; Redis unreachable at
+start-up stops the crawl; Redis restarted (and emptied) during a crawl: nothing crawled
+that the rules in memory forbid, nothing lost, one ERROR, and back to normal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from scrapy.settings import Settings
+from scrapy.utils.defer import deferred_f_from_coro_f
+from twisted.internet import reactor
+
+from scrapy_rep9309.integration.settings import RedisStoreSettings, SettingsError
+from scrapy_rep9309.storage.redisstore import RedisOriginStore
+from tests._redis import RedisServer
+from tests.crawl import CrawlResult, Wait, ours_class, run_crawl
+from tests.servers import Reply, ServerPool, closed_port, rules
+
+PRIVATE = "User-agent: *\nDisallow: /private\n"
+STORE = "scrapy_rep9309.RedisStore"
+
+
+def _redis(server: RedisServer, **more: Any) -> dict[str, Any]:
+    return {"REP9309_STORE": STORE, "REP9309_REDIS_URL": server.url, **more}
+
+
+def _decided(*results: CrawlResult) -> list[str]:
+    """Every URL that got a response or a Forbidden errback, in every crawl, repeated."""
+    urls = [seen.url for result in results for seen in result.responses]
+    return urls + [
+        failed.url
+        for result in results
+        for failed in result.failures
+        if failed.url in result.forbidden_urls
+    ]
+
+
+def test_redis_store_is_exported_lazily() -> None:
+    import scrapy_rep9309
+
+    assert issubclass(scrapy_rep9309.RedisStore, RedisOriginStore)
+
+
+@pytest.mark.parametrize(
+    ("values", "name"),
+    [
+        ({"REP9309_REDIS_URL": "http://localhost:6379"}, "REP9309_REDIS_URL"),
+        ({"REP9309_REDIS_URL": "redis://"}, "REP9309_REDIS_URL"),
+        ({"REP9309_REDIS_URL": "redis://host:port/0"}, "REP9309_REDIS_URL"),
+        ({"REP9309_REDIS_URL": 6379}, "REP9309_REDIS_URL"),
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+        ({"REP9309_REDIS_PREFIX": ""}, "REP9309_REDIS_PREFIX"),
+        ({"REP9309_REDIS_PREFIX": "my prefix"}, "REP9309_REDIS_PREFIX"),
+    ],
+)
+def test_redis_settings_are_checked_at_start_up(values: dict[str, Any], name: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        RedisStoreSettings.from_settings(Settings(values))
+
+
+def test_redis_url_defaults_to_scrapy_redis_then_localhost() -> None:
+    assert RedisStoreSettings.from_settings(Settings()).url == "redis://localhost:6379/0"
+    shared = Settings({"REDIS_URL": "redis://queue:6379/2"})
+    assert RedisStoreSettings.from_settings(shared).url == "redis://queue:6379/2"
+    both = Settings({"REDIS_URL": "redis://queue/2", "REP9309_REDIS_URL": "rediss://r:1/0"})
+    assert RedisStoreSettings.from_settings(both) == RedisStoreSettings("rediss://r:1/0")
+    assert RedisStoreSettings.from_settings(Settings()).prefix == "rep9309"
+
+
+@deferred_f_from_coro_f
+async def test_unreachable_redis_stops_the_crawl_at_start_up(servers: ServerPool) -> None:
+    site = servers.add(rules(PRIVATE))
+    url = f"redis://127.0.0.1:{closed_port()}/0"
+
+    with pytest.raises(Exception, match="REP9309_REDIS_URL") as raised:
+        await run_crawl([site.url("/a")], {"REP9309_STORE": STORE, "REP9309_REDIS_URL": url})
+
+    assert url in str(raised.value)
+    assert site.log == [], "nothing was crawled"
+
+
+@deferred_f_from_coro_f
+async def test_a_crawl_on_the_redis_store(servers: ServerPool, redis_server: RedisServer) -> None:
+    answering = servers.add(rules(PRIVATE, delay=0.2))
+    failing = servers.add([Reply(503, "busy"), rules(PRIVATE)])
+    paths = ["/a", "/b", "/private/c"]
+    plan = [*answering.urls(paths), *failing.urls(paths), Wait(0.5), answering.url("/d")]
+
+    result = await run_crawl(plan, _redis(redis_server, REP9309_RETRY_DELAY=0.3))
+
+    allowed = {site.url(path) for site in (answering, failing) for path in ("/a", "/b")}
+    assert result.urls == allowed | {answering.url("/d")}
+    assert result.forbidden_urls == {answering.url("/private/c"), failing.url("/private/c")}
+    assert (len(answering.robots_fetches), len(failing.robots_fetches)) == (1, 2)
+    assert result.stat("robotstxt/deferred") == result.stat("robotstxt/deferred/released") == 6
+    client = redis_server.client()
+    assert client.exists(f"rep9309:record:{answering.base}")
+    assert not client.keys("rep9309:held:*"), "every held request was taken"
+    assert not client.keys("rep9309:lease:*"), "every lease was released"
+    assert not client.exists(f"rep9309:alive:{result.middleware(ours_class()).store.me}")
+
+
+@deferred_f_from_coro_f
+async def test_two_crawlers_share_fetches_and_release_each_others_requests(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    slow = [servers.add(rules(PRIVATE, delay=0.8)) for _ in range(3)]
+    plans = [
+        [site.url(f"/{crawler}/{n}") for site in slow for n in range(3)]
+        + [site.url(f"/private/{crawler}") for site in slow]
+        for crawler in ("one", "two")
+    ]
+
+    results = await asyncio.gather(*(run_crawl(plan, _redis(redis_server)) for plan in plans))
+
+    decided = _decided(*results)
+    assert sorted(decided) == sorted(plans[0] + plans[1]), "each request decided exactly once"
+    assert [len(site.robots_fetches) for site in slow] == [1, 1, 1]
+    assert all(not path.startswith("/private") for s in slow for path in s.crawled_paths())
+    released_for_peers = sum(r.stat("robotstxt/fleet/released_for_peers") for r in results)
+    assert released_for_peers > 0, "whoever got the answer released the other's requests"
+
+
+@deferred_f_from_coro_f
+async def test_an_unreadable_record_is_ignored_and_fetched_again(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    site = servers.add(rules(PRIVATE))
+    redis_server.client().hset(f"rep9309:record:{site.base}", mapping={"v": 7, "d": b"garbage"})
+
+    result = await run_crawl([site.url("/a"), site.url("/private/b")], _redis(redis_server))
+
+    assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/private/b")}
+    assert len(site.robots_fetches) == 1
+    assert result.stat("robotstxt/store/corrupt") == 1
+    warnings = result.messages(logging.WARNING, "scrapy_rep9309")
+    assert any("unreadable" in message and site.base in message for message in warnings)
+
+
+@deferred_f_from_coro_f
+async def test_redis_restarted_during_the_crawl(
+    servers: ServerPool, own_redis_server: RedisServer
+) -> None:
+    """Redis goes away at 1 s and comes back empty at 3.5 s."""
+    known = servers.add(rules(PRIVATE))
+    newcomer = servers.add(rules(PRIVATE))
+    later = servers.add(rules(PRIVATE))
+    plan = [
+        *known.urls(["/1", "/private/1"]),
+        Wait(1.5),  # Redis is down from here
+        *known.urls(["/2", "/private/2"]),  # decided from memory
+        *newcomer.urls(["/1", "/private/1"]),  # held until Redis is back
+        Wait(3.0),  # Redis is back (empty)
+        *later.urls(["/1", "/private/1"]),
+        *newcomer.urls(["/2"]),
+    ]
+    reactor.callLater(1.0, own_redis_server.stop)  # type: ignore[attr-defined]
+    reactor.callLater(3.5, own_redis_server.start)  # type: ignore[attr-defined]
+
+    result = await run_crawl(plan, _redis(own_redis_server, REP9309_DEFER_TIMEOUT=20))
+
+    urls = [url for url in plan if isinstance(url, str)]
+    assert sorted(_decided(result)) == sorted(urls), "nothing lost, nothing twice"
+    for site in (known, newcomer, later):
+        assert not any(path.startswith("/private") for path in site.crawled_paths())
+        assert len(site.robots_fetches) == 1
+    forbidden = {site.url("/private/1") for site in (known, newcomer, later)}
+    assert result.forbidden_urls == forbidden | {known.url("/private/2")}
+    errors = result.messages(logging.ERROR, "scrapy_rep9309")
+    assert len(errors) == 1 and "unavailable" in errors[0], errors
+    assert any("answers again" in m for m in result.messages(logging.INFO, "scrapy_rep9309"))
+    assert result.stat("robotstxt/store/errors") >= 1

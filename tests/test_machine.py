@@ -1,0 +1,405 @@
+"""The origin state machine, driven with a fake clock and no Scrapy: every row of its
+transition table, the pairs it ignores, and the situations the crawl layer must get
+right (late answers, retries nobody waits for, evictions, stale copies, close, a newer
+copy arriving while older-decided requests are queued)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from scrapy_rep9309.policy.decision import newest
+from scrapy_rep9309.policy.fetchresult import FetchResult, answered
+from scrapy_rep9309.policy.machine import (
+    IGNORED,
+    LEASE_CHECK_INTERVAL,
+    TRANSITIONS,
+    Action,
+    Effect,
+    Event,
+    InvalidTransition,
+    OriginMachine,
+    State,
+    Timer,
+)
+from scrapy_rep9309.policy.origin import Origin
+from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
+from tests._transition_table import transition_table
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ORIGIN = Origin("https", "a.com", 443)
+KEY = str(ORIGIN)
+NOW = 1_000_000.0
+DEFER = 60.0
+
+
+class Timing:
+    cache_ttl = 100.0
+    retry_delay = 10.0
+    retry_max_delay = 80.0
+    stale_ttl = 1000.0
+
+
+def ok(body: bytes = b"User-agent: *\nAllow: /\n", max_age: str | None = None) -> FetchResult:
+    cache_control = [f"max-age={max_age}"] if max_age else []
+    return answered(
+        ORIGIN,
+        200,
+        body,
+        redirects=(),
+        final_url=ORIGIN.robots_url,
+        truncated=False,
+        cache_control=cache_control,
+        retry_after=None,
+    )
+
+
+def down() -> FetchResult:
+    return answered(
+        ORIGIN,
+        503,
+        b"",
+        redirects=(),
+        final_url=ORIGIN.robots_url,
+        truncated=False,
+        cache_control=[],
+        retry_after=None,
+    )
+
+
+def fresh(now: float = NOW, fetched: float = -10.0) -> OriginRecord:
+    return OriginRecord(AVAILABLE, 200, b"User-agent: *\n", now + fetched, now + 100.0)
+
+
+def expired(now: float = NOW) -> OriginRecord:
+    return OriginRecord(AVAILABLE, 200, b"User-agent: *\n", now - 200.0, now - 10.0)
+
+
+def stale(now: float = NOW) -> OriginRecord:
+    return OriginRecord(AVAILABLE, 200, b"", now - 200.0, now - 10.0, 1, now + 50.0, "HTTP 503")
+
+
+def backoff(now: float = NOW, fetched: float = -10.0) -> OriginRecord:
+    return OriginRecord(UNREACHABLE, 503, b"", now + fetched, now + fetched, 1, now + 50.0, "503")
+
+
+def effects(actions: list[Action]) -> list[Effect]:
+    return [action.effect for action in actions]
+
+
+def machine_in(state: State, *, held: int = 0) -> OriginMachine:
+    """A machine put in ``state`` with a record that fits it, and ``held`` requests."""
+    machine = OriginMachine(KEY, Timing())
+    machine.state = state
+    machine.record = {
+        State.FRESH: fresh(),
+        State.STALE: stale(),
+        State.EXPIRED: expired(),
+        State.BACKOFF: backoff(),
+    }.get(state)
+    for token in range(held):
+        machine.held.append(_held(token))
+    return machine
+
+
+def _held(token: int, deadline: float = NOW + DEFER) -> object:
+    from scrapy_rep9309.policy.machine import Held
+
+    return Held(token, deadline)
+
+
+#: How each event is provoked through the machine's public entry points, at NOW.
+PROVOKE: dict[Event, Callable[[OriginMachine], list[Action]]] = {
+    Event.REQUEST: lambda m: m.request("new", NOW, DEFER),
+    Event.LOADED_FRESH: lambda m: m.loaded(fresh(fetched=-1), 7, NOW),
+    Event.LOADED_STALE: lambda m: m.loaded(stale(), 7, NOW),
+    Event.LOADED_BACKOFF: lambda m: m.loaded(backoff(fetched=-1), 7, NOW),
+    Event.LOADED_DUE: lambda m: m.loaded(None, None, NOW),
+    Event.LEASE_GRANTED: lambda m: m.leased(True, NOW),
+    Event.LEASE_BUSY: lambda m: m.leased(False, NOW),
+    Event.ANSWER_FRESH: lambda m: m.answered(ok(), NOW),
+    Event.CHANGED_FRESH: lambda m: m.changed(fresh(fetched=-1), 7, NOW),
+    Event.CHANGED_STALE: lambda m: m.changed(stale(), 7, NOW),
+    Event.CHANGED_UNUSABLE: lambda m: m.changed(backoff(fetched=-1), 7, NOW),
+    Event.RETRY_DUE_WANTED: lambda m: m.timer(Timer.RETRY, NOW),
+    Event.RETRY_DUE_IDLE: lambda m: m.timer(Timer.RETRY, NOW),
+    Event.LEASE_CHECK: lambda m: m.timer(Timer.LEASE_CHECK, NOW),
+    Event.DEADLINE: lambda m: m.timer(Timer.DEADLINE, m.held[0].deadline if m.held else NOW),
+    Event.CLOSE: lambda m: m.close(NOW),
+}
+
+
+def provoke(machine: OriginMachine, event: Event) -> list[Action]:
+    if event is Event.ANSWER_STALE:
+        machine.record = expired()  # an answered copy, expired: a failed refresh keeps it
+        return machine.answered(down(), NOW)
+    if event is Event.ANSWER_UNREACHABLE:
+        machine.record = None
+        return machine.answered(down(), NOW)
+    if event is Event.EXPIRED:
+        machine.record = expired() if machine.state is State.FRESH else backoff(fetched=-300)
+        if machine.state is State.STALE:
+            machine.record = OriginRecord(AVAILABLE, 200, b"", NOW - 200, NOW - 10, 1, NOW - 1)
+        return machine.timer(Timer.LEASE_CHECK, NOW)  # any event first applies the clock
+    if event in (Event.CHANGED_FRESH, Event.CHANGED_STALE, Event.CHANGED_UNUSABLE):
+        machine.version = 1  # what the store says is version 7: newer
+    return PROVOKE[event](machine)
+
+
+@pytest.mark.parametrize(
+    ("state", "event"), sorted(TRANSITIONS, key=lambda pair: (pair[0].value, pair[1].value))
+)
+def test_every_row_of_the_table(state: State, event: Event) -> None:
+    wanted_state, wanted_effects = TRANSITIONS[(state, event)]
+    held = 0 if event is Event.RETRY_DUE_IDLE else 2
+    machine = machine_in(state, held=held)
+
+    actions = provoke(machine, event)
+
+    assert machine.state is wanted_state
+    table_effects = [e for e in effects(actions) if e is not Effect.ARM_DEADLINE]
+    if event is Event.REQUEST and state in (State.NEW, State.EXPIRED):
+        assert effects(actions)[-1] is Effect.ARM_DEADLINE or held
+    assert table_effects == list(wanted_effects)
+
+
+@pytest.mark.parametrize(
+    ("state", "event"), sorted(IGNORED, key=lambda pair: (pair[0].value, pair[1].value))
+)
+def test_ignored_pairs_change_nothing(state: State, event: Event) -> None:
+    if event in (Event.ANSWER_STALE, Event.ANSWER_UNREACHABLE, Event.EXPIRED):
+        pytest.skip("not provokable on its own")
+    machine = machine_in(state)
+    record = machine.record
+
+    actions = provoke(machine, event)
+
+    assert machine.state is state
+    assert actions == []
+    if event not in (Event.CHANGED_FRESH, Event.CHANGED_STALE, Event.CHANGED_UNUSABLE):
+        assert machine.record is record
+
+
+def test_no_pair_is_both_a_row_and_ignored() -> None:
+    assert set(TRANSITIONS) & IGNORED == set()
+
+
+def test_pairs_without_a_row_raise() -> None:
+    machine = machine_in(State.NEW)
+    with pytest.raises(InvalidTransition, match="answer-fresh in new"):
+        machine.answered(ok(), NOW)
+
+
+# -- the life of an origin ---------------------------------------------------------
+
+
+def test_first_request_loads_takes_the_lease_fetches_and_releases() -> None:
+    machine = OriginMachine(KEY, Timing())
+    assert machine.usable(NOW) is None
+
+    actions = machine.request("r1", NOW, DEFER)
+    assert effects(actions) == [Effect.HOLD, Effect.LOAD, Effect.ARM_DEADLINE]
+    assert actions[-1].at == NOW + DEFER
+    assert effects(machine.request("r2", NOW + 1, DEFER)) == [Effect.HOLD]
+    assert effects(machine.loaded(None, None, NOW + 1)) == [Effect.ACQUIRE_LEASE]
+    assert effects(machine.leased(True, NOW + 1)) == [Effect.FETCH]
+    actions = machine.answered(ok(), NOW + 2)
+
+    assert machine.state is State.FRESH
+    assert effects(actions) == [Effect.STORE, Effect.RELEASE_LEASE, Effect.RELEASE]
+    release = actions[-1]
+    assert [held.token for held in release.held] == ["r1", "r2"]
+    assert release.record is machine.record
+    assert actions[0].version is None, "nothing stored before: compare-and-set on 'absent'"
+    assert machine.usable(NOW + 50) is machine.record
+    machine.stored(1)
+    assert machine.version == 1
+
+
+def test_a_copy_past_its_ttl_is_not_used_and_the_next_request_refreshes() -> None:
+    machine = machine_in(State.FRESH)
+    assert machine.usable(NOW + 99) is not None
+    assert machine.usable(NOW + 100) is None, "no copy is used past its TTL"
+
+    actions = machine.request("r", NOW + 100, DEFER)
+
+    assert machine.state is State.LOADING
+    assert effects(actions) == [Effect.HOLD, Effect.LOAD, Effect.ARM_DEADLINE]
+
+
+def test_unreachable_backs_off_and_a_retry_nobody_waits_for_fetches_nothing() -> None:
+    machine = machine_in(State.FETCHING, held=1)
+    actions = machine.answered(down(), NOW)
+    assert machine.state is State.BACKOFF
+    retry = actions[-1]
+    assert retry.effect is Effect.ARM_RETRY and retry.at == NOW + Timing.retry_delay
+    # The held request waits its REP9309_DEFER_TIMEOUT out before the retry.
+    expire = machine.timer(Timer.DEADLINE, NOW + DEFER)
+    assert effects(expire) == [Effect.EXPIRE]
+    assert not machine.held
+
+    assert machine.timer(Timer.RETRY, NOW + DEFER + 1) == []
+
+    assert machine.state is State.EXPIRED, "nobody waits: no fetch, the next request asks"
+    assert machine.evictable(NOW + DEFER + 1)
+
+
+def test_a_retry_with_requests_waiting_takes_the_lease_again() -> None:
+    machine = machine_in(State.BACKOFF, held=1)
+    assert effects(machine.timer(Timer.RETRY, NOW + 50)) == [Effect.ACQUIRE_LEASE]
+    assert machine.state is State.LEASING
+
+
+def test_backoff_doubles_across_failed_fetches() -> None:
+    machine = machine_in(State.FETCHING, held=1)
+    machine.answered(down(), NOW)
+    first = machine.record
+    machine.state = State.FETCHING
+    machine.answered(down(), NOW)
+    assert first is not None and machine.record is not None
+    assert machine.record.failures == 2
+    assert machine.record.retry_at - NOW == 2 * (first.retry_at - NOW)
+
+
+def test_an_answer_after_every_held_request_expired_releases_nothing() -> None:
+    machine = machine_in(State.FETCHING, held=2)
+    assert len(machine.timer(Timer.DEADLINE, NOW + DEFER)[0].held) == 2
+
+    actions = machine.answered(ok(), NOW + DEFER + 1)
+
+    assert machine.state is State.FRESH
+    assert actions[-1].effect is Effect.RELEASE and actions[-1].held == ()
+
+
+def test_deadlines_expire_only_the_requests_that_waited_long_enough() -> None:
+    machine = OriginMachine(KEY, Timing())
+    machine.request("early", NOW, DEFER)
+    machine.request("late", NOW + 30, DEFER)
+
+    actions = machine.timer(Timer.DEADLINE, NOW + DEFER)
+
+    assert [held.token for held in actions[0].held] == ["early"]
+    assert actions[1].effect is Effect.ARM_DEADLINE and actions[1].at == NOW + 30 + DEFER
+    assert [held.token for held in machine.held] == ["late"]
+
+
+def test_no_eviction_while_requests_are_held_a_fetch_runs_or_backoff_lasts() -> None:
+    assert not machine_in(State.LOADING, held=1).evictable(NOW)
+    assert not machine_in(State.FETCHING).evictable(NOW)
+    assert not machine_in(State.BACKOFF).evictable(NOW)
+    assert not machine_in(State.STALE).evictable(NOW), "its backoff is still running"
+    assert machine_in(State.STALE).evictable(NOW + 50)
+    assert machine_in(State.FRESH).evictable(NOW)
+    assert machine_in(State.NEW).evictable(NOW)
+
+
+def test_a_stale_copy_decides_while_refreshes_fail() -> None:
+    machine = machine_in(State.FETCHING, held=1)
+    machine.record = expired()
+
+    actions = machine.answered(down(), NOW)
+
+    assert machine.state is State.STALE
+    assert effects(actions) == [Effect.STORE, Effect.RELEASE_LEASE, Effect.RELEASE]
+    copy = machine.usable(NOW + 5)
+    assert copy is not None and copy.body == expired().body
+    retry_at = copy.retry_at
+    assert machine.usable(retry_at) is None, "at the retry time the copy waits for a fetch"
+    machine.request("r", retry_at, DEFER)
+    machine.loaded(copy, None, retry_at)
+    assert machine.state is State.LEASING, "the store's copy is due: fetch again"
+    machine.leased(True, retry_at)
+    machine.answered(down(), retry_at)
+    assert machine.state is State.STALE
+    assert machine.record is not None and machine.record.failures == 2
+
+
+def test_a_stale_copy_is_not_used_past_the_stale_period() -> None:
+    machine = machine_in(State.FETCHING, held=1)
+    machine.record = OriginRecord(AVAILABLE, 200, b"", NOW - 2000, NOW - 1001)
+    machine.answered(down(), NOW)
+    assert machine.state is State.BACKOFF
+
+
+def test_an_answer_after_close_is_stored_and_releases_nothing() -> None:
+    machine = machine_in(State.FETCHING, held=2)
+
+    closing = machine.close(NOW)
+    assert effects(closing) == [Effect.CANCEL_TIMERS, Effect.DROP]
+    assert len(closing[1].held) == 2
+    actions = machine.answered(ok(), NOW + 1)
+
+    assert machine.state is State.CLOSED
+    assert effects(actions) == [Effect.STORE, Effect.RELEASE_LEASE]
+    assert machine.record is not None and machine.record.outcome == AVAILABLE
+    assert machine.request("late", NOW + 2, DEFER) == []
+    assert machine.usable(NOW + 2) is None
+
+
+def test_the_newest_copy_decides_requests_released_with_an_older_one() -> None:
+    machine = machine_in(State.FETCHING, held=3)
+    first = machine.answered(ok(b"User-agent: *\nAllow: /\n", max_age="1"), NOW)[-1]
+    older = first.record
+    assert older is not None and len(first.held) == 3
+    # The released requests wait in the scheduler; the copy expires, a refresh fails,
+    # then answers Disallow: /, all before they reach the downloader.
+    machine.request("new", NOW + 2, DEFER)
+    machine.loaded(older, None, NOW + 2)
+    machine.leased(True, NOW + 2)
+    machine.answered(ok(b"User-agent: *\nDisallow: /\n"), NOW + 3)
+
+    current = machine.usable(NOW + 3)
+    assert current is not None and current.body.endswith(b"Disallow: /\n")
+    assert newest(older, current) is current
+    assert newest(current, older) is current
+    assert newest(None, older) is older
+
+
+def test_a_peer_holding_the_lease_is_waited_for_and_its_record_adopted() -> None:
+    machine = OriginMachine(KEY, Timing())
+    machine.request("r", NOW, DEFER)
+    machine.loaded(None, None, NOW)
+    actions = machine.leased(False, NOW)
+    assert machine.state is State.PEER_FETCHING
+    assert actions == [Action(Effect.ARM_LEASE_CHECK, at=NOW + LEASE_CHECK_INTERVAL)]
+    # No news yet: look at the store again.
+    assert effects(machine.timer(Timer.LEASE_CHECK, NOW + 1)) == [Effect.LOAD]
+    machine.loaded(None, None, NOW + 1)
+    machine.leased(False, NOW + 1)
+
+    actions = machine.changed(fresh(NOW + 2, fetched=0), 3, NOW + 2)
+
+    assert machine.state is State.FRESH
+    assert effects(actions) == [Effect.CANCEL_TIMERS, Effect.RELEASE]
+    assert [held.token for held in actions[1].held] == ["r"]
+    assert machine.version == 3
+
+
+def test_an_older_record_from_elsewhere_is_ignored() -> None:
+    machine = machine_in(State.FRESH)
+    machine.version = 5
+    assert machine.changed(fresh(fetched=0), 4, NOW) == []
+    assert machine.record == fresh()
+
+
+def test_a_peer_record_in_backoff_makes_requests_wait_for_the_shared_retry() -> None:
+    machine = machine_in(State.LOADING, held=1)
+    actions = machine.loaded(backoff(), 2, NOW)
+    assert machine.state is State.BACKOFF
+    assert actions == [Action(Effect.ARM_RETRY, at=NOW + 50)]
+
+
+def test_a_compare_and_set_names_the_version_it_replaces() -> None:
+    machine = machine_in(State.FETCHING, held=1)
+    machine.version = 4
+    store = machine.answered(ok(), NOW)[0]
+    assert store.effect is Effect.STORE and store.version == 4
+
+
+def test_the_readme_shows_the_whole_table() -> None:
+    readme = (REPO_ROOT / "README.md").read_text()
+    start = readme.index("<!-- transition table -->\n") + len("<!-- transition table -->\n")
+    end = readme.index("<!-- /transition table -->")
+    assert readme[start:end] == transition_table(), "regenerate with tests/_transition_table.py"

@@ -1,0 +1,323 @@
+"""The Redis store against a real redis-server: records with compare-and-set, leases that
+one owner gets among concurrent acquirers and that expire, held requests shared by
+processes (taken by whoever releases them, adopted when their process is gone, written
+again when Redis lost its data or was down), unreadable records ignored with a WARNING.
+
+Each ``RedisOriginStore`` here stands for one crawl process of a fleet."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import pytest_twisted
+from scrapy.utils.defer import deferred_f_from_coro_f, deferred_from_coro
+
+from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
+from scrapy_rep9309.storage.base import HeldRequest, StoreUnavailable
+from scrapy_rep9309.storage.redisstore import (
+    ALIVE_TTL,
+    CORRUPT_STAT,
+    HEADER_LIMIT,
+    RedisOriginStore,
+    decode_record,
+    encode_record,
+    redact,
+)
+from tests._redis import RedisServer
+
+KEY = "http://a.com"
+
+
+@dataclass(frozen=True)
+class _Timing:
+    cache_ttl: float = 86400.0
+    retry_delay: float = 60.0
+    retry_max_delay: float = 3600.0
+    stale_ttl: float = 1000.0
+
+
+class _Codec:
+    """Requests are plain strings here (the crawl uses Scrapy's serialisation)."""
+
+    def encode(self, request: Any) -> bytes:
+        return str(request).encode()
+
+    def decode(self, data: bytes) -> Any:
+        return data.decode()
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] = self.values.get(key, 0) + count
+
+
+_NOW = time.time()
+
+
+def _record(body: bytes = b"User-agent: *\nDisallow: /x\n", **changes: Any) -> OriginRecord:
+    now = _NOW
+    fields: dict[str, Any] = {"fetched_at": now, "expires_at": now + 100, **changes}
+    return OriginRecord(AVAILABLE, 200, body, **fields)
+
+
+class _Fleet:
+    """Opens stores (processes) on one server and closes them all at the end."""
+
+    def __init__(self, server: RedisServer) -> None:
+        self.server = server
+        self.stores: list[RedisOriginStore] = []
+        self.changes: dict[int, list[str]] = {}
+
+    async def open(self, **kwargs: Any) -> RedisOriginStore:
+        store = RedisOriginStore(self.server.url, _Timing(), **kwargs)
+        changes = self.changes.setdefault(id(store), [])
+        await store.open(_Codec(), changes.append)
+        self.stores.append(store)
+        return store
+
+    async def close(self) -> None:
+        for store in self.stores:
+            if not store._closing:
+                await store.close()
+
+
+@pytest.fixture
+def fleet(redis_server: RedisServer) -> Iterator[_Fleet]:
+    group = _Fleet(redis_server)
+    try:
+        yield group
+    finally:
+        pytest_twisted.blockon(deferred_from_coro(group.close()))
+
+
+async def _eventually(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+@deferred_f_from_coro_f
+async def test_save_is_a_compare_and_set_and_others_hear_of_it(fleet: _Fleet) -> None:
+    one, two = await fleet.open(), await fleet.open()
+    assert await one.load(KEY) is None
+    first = await one.save(KEY, _record(), None)
+    assert first is not None
+    assert await two.save(KEY, _record(b"2"), None) is None, "a record exists"
+    second = await two.save(KEY, _record(b"2"), first)
+    assert second is not None and second > first
+    assert await one.save(KEY, _record(b"3"), first) is None, "stale version"
+    stored = await one.load(KEY)
+    assert stored is not None and (stored.record, stored.version) == (_record(b"2"), second)
+    await _eventually(lambda: fleet.changes[id(one)] == [KEY], 1.0, "the change notification")
+    assert fleet.changes[id(two)] == [KEY], "each process hears only of the others' writes"
+
+
+@deferred_f_from_coro_f
+async def test_records_expire_in_redis_when_of_no_more_use(fleet: _Fleet) -> None:
+    store = await fleet.open()
+    now = time.time()
+    await store.save(KEY, _record(fetched_at=now, expires_at=now + 100), None)
+    backoff = OriginRecord(UNREACHABLE, 503, b"", now, now, 2, now + 500, "HTTP 503")
+    await store.save("http://b.com", backoff, None)
+    client = fleet.server.client()
+    fresh_ttl = client.pttl("rep9309:record:http://a.com") / 1000
+    backoff_ttl = client.pttl("rep9309:record:http://b.com") / 1000
+    assert 100 + 1000 - 5 < fresh_ttl <= 100 + 1000, "TTL plus the stale period"
+    assert 500 + 3600 - 5 < backoff_ttl <= 500 + 3600, "past the retry, for the doubling"
+
+
+@deferred_f_from_coro_f
+async def test_one_lease_among_concurrent_acquirers(fleet: _Fleet) -> None:
+    stores = [await fleet.open() for _ in range(4)]
+    attempts = [
+        store.acquire_lease(KEY, f"owner-{index}-{n}", 10)
+        for index, store in enumerate(stores)
+        for n in range(5)
+    ]
+    granted = await asyncio.gather(*attempts)
+    assert sum(granted) == 1
+    winner = f"owner-{granted.index(True) // 5}-{granted.index(True) % 5}"
+    assert await stores[0].acquire_lease(KEY, winner, 10), "the owner may take it again"
+    assert await stores[1].renew_lease(KEY, winner, 10)
+    assert not await stores[1].renew_lease(KEY, "someone-else", 10)
+    await stores[2].release_lease(KEY, "someone-else")  # not the owner: no effect
+    assert not await stores[2].acquire_lease(KEY, "someone-else", 10)
+    await stores[3].release_lease(KEY, winner)
+    assert await stores[2].acquire_lease(KEY, "someone-else", 10)
+
+
+@deferred_f_from_coro_f
+async def test_a_lease_expires_when_its_owner_stops_renewing(fleet: _Fleet) -> None:
+    one, two = await fleet.open(), await fleet.open()
+    assert await one.acquire_lease(KEY, "one", 0.3)
+    assert not await two.acquire_lease(KEY, "two", 10)
+    await asyncio.sleep(0.2)
+    assert await one.renew_lease(KEY, "one", 0.3)
+    await asyncio.sleep(0.2)
+    assert not await two.acquire_lease(KEY, "two", 10), "renewed: still held"
+    await asyncio.sleep(0.35)
+    assert await two.acquire_lease(KEY, "two", 10), "expired: free"
+    assert not await one.renew_lease(KEY, "one", 0.3), "lost"
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b"not a record", "no header line"),
+        (b'{"outcome": "available"}\nUser-agent: *', "times"),
+        (b'{"outcome": "maybe"}\n', "not a robots.txt record"),
+        (b"\xff\xfe\n", "Expecting value|codec"),
+    ],
+)
+@deferred_f_from_coro_f
+async def test_an_unreadable_record_is_ignored_with_a_warning_and_refetched(
+    fleet: _Fleet, caplog: pytest.LogCaptureFixture, data: bytes, problem: str
+) -> None:
+    stats = _Stats()
+    store = await fleet.open(stats=stats)
+    fleet.server.client().hset("rep9309:record:http://a.com", mapping={"v": 5, "d": data})
+    with caplog.at_level(logging.WARNING):
+        assert await store.load(KEY) is None
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and KEY in warnings[0].getMessage()
+    assert stats.values == {CORRUPT_STAT: 1}
+    assert await store.save(KEY, _record(), None) is not None, "dropped: written anew"
+
+
+@deferred_f_from_coro_f
+async def test_a_record_larger_than_the_limit_is_never_read(
+    fleet: _Fleet, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await fleet.open(max_size=512000)
+    huge = encode_record(_record(b"#" * (512000 + HEADER_LIMIT)))
+    fleet.server.client().hset("rep9309:record:http://a.com", mapping={"v": 5, "d": huge})
+    with caplog.at_level(logging.WARNING):
+        assert await store.load(KEY) is None
+    assert "more than the" in caplog.text
+
+
+def test_record_encoding_round_trip_and_failure_cut() -> None:
+    record = _record(b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /\xff\n", failures=2)
+    assert decode_record(encode_record(record)) == record
+    long_failure = _record(last_failure="x" * 5000)
+    assert len(decode_record(encode_record(long_failure)).last_failure or "") == 1000
+
+
+def test_passwords_never_reach_the_logs() -> None:
+    assert redact("redis://user:secret@host:6379/0") == "redis://user:***@host:6379/0"
+    assert redact("redis://:secret@host/0") == "redis://:***@host/0"
+    assert redact("redis://host:6379/0") == "redis://host:6379/0"
+
+
+@deferred_f_from_coro_f
+async def test_whoever_releases_takes_every_request_held_for_the_origin(fleet: _Fleet) -> None:
+    one, two = await fleet.open(), await fleet.open()
+    await one.hold(KEY, HeldRequest(1, 100.0, "one-1"))
+    await two.hold(KEY, HeldRequest(1, 101.0, "two-1"))
+    await one.hold(KEY, HeldRequest(2, 102.0, "one-2"))
+    await one.hold("http://b.com", HeldRequest(3, 103.0, "one-b"))
+
+    taken = await two.take_held(KEY)
+
+    assert [held.request for held in taken] == ["one-1", "two-1", "one-2"], "in order"
+    assert [held.deadline for held in taken] == [100.0, 101.0, 102.0]
+    assert taken[1].token == 1, "its own request comes back with the driver's token"
+    assert await one.take_held(KEY, [1, 2]) == [], "already released by the other"
+    assert [held.request for held in await one.take_held("http://b.com", [3])] == ["one-b"]
+    assert not fleet.server.client().keys("rep9309:held:*")
+
+
+@deferred_f_from_coro_f
+async def test_requests_of_a_process_that_is_gone_are_adopted_once(fleet: _Fleet) -> None:
+    gone, one, two = await fleet.open(), await fleet.open(), await fleet.open()
+    await gone.hold(KEY, HeldRequest(1, 100.0, "a-1"))
+    await gone.hold("http://b.com", HeldRequest(2, 100.0, "b-2"))
+    await one.hold(KEY, HeldRequest(7, 100.0, "one's own"))
+    assert await one.held_keys() == []
+    assert await one.adopt_orphans() == [], "its process is alive"
+
+    await gone.close()  # a graceful stop: the others may adopt at once
+
+    assert await one.held_keys() == [KEY, "http://b.com"]
+    adopted = await asyncio.gather(one.adopt_orphans(), two.adopt_orphans())
+    together = sorted((key, held.request) for batch in adopted for key, held in batch)
+    assert together == [(KEY, "a-1"), ("http://b.com", "b-2")], "each adopted exactly once"
+    assert await one.held_keys() == []
+    adopter = one if adopted[0] else two
+    key, held = (adopted[0] or adopted[1])[0]
+    assert held.deadline == 100.0, "the original deadline"
+    taken = await adopter.take_held(key, [held.token])
+    assert [entry.request for entry in taken] == [held.request]
+
+
+@deferred_f_from_coro_f
+async def test_requests_of_a_killed_process_are_adopted_after_its_heartbeat_stops(
+    fleet: _Fleet,
+) -> None:
+    killed, survivor = await fleet.open(), await fleet.open()
+    await killed.hold(KEY, HeldRequest(1, 100.0, "held"))
+    for task in killed._tasks:  # no goodbye, no more heartbeats: as after SIGKILL
+        task.cancel()
+    killed._closing = True
+    assert await survivor.adopt_orphans() == []
+    await asyncio.sleep(ALIVE_TTL + 0.2)
+    adopted = await survivor.adopt_orphans()
+    assert [(key, held.request) for key, held in adopted] == [(KEY, "held")]
+
+
+@deferred_f_from_coro_f
+async def test_held_requests_survive_redis_losing_its_data(fleet: _Fleet) -> None:
+    one, two = await fleet.open(), await fleet.open()
+    await one.hold(KEY, HeldRequest(1, 100.0, "first"))
+    await one.hold(KEY, HeldRequest(2, 100.0, "second"))
+    await one.take_held(KEY, [1])
+
+    fleet.server.client().flushall()  # as a restart without persistence does
+    assert await two.take_held(KEY) == [], "nothing there, until the owner notices"
+
+    await _eventually(
+        lambda: bool(fleet.server.client().hlen("rep9309:held:http://a.com")),
+        3.0,
+        "the held request to be written again",
+    )
+    taken = await two.take_held(KEY)
+    assert [held.request for held in taken] == ["second"], "the one taken before stays taken"
+
+
+@deferred_f_from_coro_f
+async def test_requests_held_while_redis_is_down_wait_here_and_are_written_after(
+    own_redis_server: RedisServer,
+) -> None:
+    group = _Fleet(own_redis_server)
+    try:
+        one, two = await group.open(), await group.open()
+        await one.hold(KEY, HeldRequest(1, 100.0, "before"))
+        own_redis_server.stop()
+
+        await one.hold(KEY, HeldRequest(2, 100.0, "during"))  # no error: kept here
+        with pytest.raises(StoreUnavailable):
+            await one.load(KEY)
+        taken = await one.take_held(KEY, [2])
+        assert [held.request for held in taken] == ["during"], "taken back without Redis"
+        await one.hold(KEY, HeldRequest(3, 100.0, "later"))
+
+        own_redis_server.start()  # empty: it lost "before" too
+        await _eventually(
+            lambda: own_redis_server.client().hlen("rep9309:held:http://a.com") == 2,
+            5.0,
+            "the held requests to be written again",
+        )
+        assert [held.request for held in await two.take_held(KEY)] == ["before", "later"]
+    finally:
+        await group.close()
