@@ -280,7 +280,7 @@ def print_targets(results: dict[str, Result]) -> None:
     ratio = protego.later / ours.later
     print(
         f"target (b) later decisions, rep9309 >= {TARGET_LATER_VS_PROTEGO:.0f}x protego: "
-        f"{ratio:.1f}x  {verdict(ratio, TARGET_LATER_VS_PROTEGO)}"
+        f"{ratio:.2f}x  {verdict(ratio, TARGET_LATER_VS_PROTEGO)}"
     )
     python = results.get("rep9309-py")
     if python is None:
@@ -291,7 +291,7 @@ def print_targets(results: dict[str, Result]) -> None:
     ):
         print(
             f"target {label}, rep9309-py >= {TARGET_PYTHON_VS_PROTEGO:.0f}x protego: "
-            f"{ratio:.1f}x  {verdict(ratio, TARGET_PYTHON_VS_PROTEGO)}"
+            f"{ratio:.2f}x  {verdict(ratio, TARGET_PYTHON_VS_PROTEGO)}"
         )
 
 
