@@ -131,10 +131,10 @@ class _Extras:
 
     def __init__(self, selection: _Selection, body: bytes, groups: core.GroupIndexProtocol) -> None:
         token = selection.token
-        indexes = groups.naming(token.encode("ascii", "replace"))
+        indexes = selection.indexes
         # Only a group of several user-agent lines can give a delay to some of them.
         crawl_delays = selection.crawl_delays(groups)
-        attribute_delays = bool(crawl_delays) and len(selection.agents) > len(indexes)
+        attribute_delays = bool(crawl_delays) and len(selection.agents(groups)) > len(indexes)
         records = _OnRequestRecords()
         for index in indexes:
             start, end, first_line_no = groups.span(index)
@@ -168,7 +168,7 @@ class _Selection:
     are kept once, compiled (a rule as written is read again by ``rules.written``).
     """
 
-    __slots__ = ("_crawl_delays", "_extras", "agents", "rules", "token")
+    __slots__ = ("_agents", "_crawl_delays", "_extras", "indexes", "rules", "token")
 
     def __init__(
         self,
@@ -178,24 +178,31 @@ class _Selection:
         rule_set_class: core.RuleSetClass,
     ) -> None:
         self.rules = rule_set_class.from_groups(groups, indexes)
-        self.agents = [agent for index in indexes for agent in groups.agents(index)]
+        #: The groups that apply, by their index in the file's ``GroupIndex``.
+        self.indexes = indexes
         #: The token the groups were chosen by: the crawler's, or ``*``.
         self.token = token
+        self._agents: list[bytes] | None = None
         self._crawl_delays: list[bytes] | None = None
         self._extras: _Extras | None = None
+
+    def agents(self, groups: core.GroupIndexProtocol) -> list[bytes]:
+        """The ``User-agent`` values of the groups, as written (read when first asked)."""
+        if self._agents is None:
+            self._agents = [agent for index in self.indexes for agent in groups.agents(index)]
+        return self._agents
 
     def crawl_delays(self, groups: core.GroupIndexProtocol) -> list[bytes]:
         """Every ``Crawl-delay`` value of the groups, in file order (read when first asked)."""
         if self._crawl_delays is None:
             crawl_delays: dict[int, bytes] = {}
-            for index in groups.naming(self.token.encode("ascii", "replace")):
+            for index in self.indexes:
                 groups.collect(index, {}, {}, crawl_delays)
             self._crawl_delays = list(crawl_delays.values())
         return self._crawl_delays
 
-    @property
-    def user_agents(self) -> tuple[str, ...]:
-        agents = (agent.decode("utf-8", "replace") for agent in self.agents)
+    def user_agents(self, groups: core.GroupIndexProtocol) -> tuple[str, ...]:
+        agents = (agent.decode("utf-8", "replace") for agent in self.agents(groups))
         return tuple(dict.fromkeys(agents))
 
     def extras(self, body: bytes, groups: core.GroupIndexProtocol) -> _Extras:
@@ -309,11 +316,14 @@ class RobotsTxt:
         match = selection.rules.decide(path)
         if match is None:
             return Decision(
-                True, user_agents=selection.user_agents, usage=self._usage(selection, path)
+                True,
+                user_agents=selection.user_agents(self._groups),
+                usage=self._usage(selection, path),
             )
         _, allow, line = match
         usage = self._usage(selection, path) if allow else ()
-        return Decision(allow, selection.rule_text(match), -line, selection.user_agents, usage)
+        user_agents = selection.user_agents(self._groups)
+        return Decision(allow, selection.rule_text(match), -line, user_agents, usage)
 
     def _usage(self, selection: _Selection, path: str) -> tuple[Preference, ...]:
         """The usage preferences of normalised ``path``, which ``selection`` allows."""
