@@ -7,6 +7,7 @@ pin down the pieces it is built from, where a regression is easier to locate.
 from __future__ import annotations
 
 import random
+import string
 
 import pytest
 from _implementations import for_each_implementation
@@ -31,6 +32,9 @@ from scrapy_rep9309.rules.urlnorm import (
     path_and_query,
 )
 from scrapy_rep9309.rules.useragent import crawler_token, group_token, product_token, token_problem
+
+UNRESERVED_CHARACTERS = string.ascii_letters + string.digits + "-._~"
+KEPT_AS_IS_CHARACTERS = UNRESERVED_CHARACTERS + ":/?#[]@!&'()+,;="
 
 
 class Recorder:
@@ -246,6 +250,20 @@ def test_any_bytes_tokenize_without_error(body: bytes) -> None:
 def test_percent_encoding_normalisation(raw: bytes, normalised: str) -> None:
     assert normalise_octets(raw) == normalised
     assert normalise_text(raw.decode("utf-8", "surrogateescape")) == normalised
+
+
+def test_every_escape_and_octet_is_normalised_one_by_one() -> None:
+    """The search that lets already-canonical input through unchanged agrees with the
+    escape-by-escape rewrite on every octet and every escape, in both cases."""
+    for octet in range(256):
+        expected_octet = f"%{octet:02X}"
+        if chr(octet) in KEPT_AS_IS_CHARACTERS:
+            expected_octet = chr(octet)
+        escaped = chr(octet) if chr(octet) in UNRESERVED_CHARACTERS else f"%{octet:02X}"
+        assert normalise_octets(bytes((octet,))) == expected_octet
+        assert normalise_octets(b"/a%%%02X" % octet) == "/a" + escaped
+        assert normalise_octets(b"/a%%%02x" % octet) == "/a" + escaped
+        assert normalise_octets(b"%%%02X/%%" % octet) == escaped + "/%25"
 
 
 @pytest.mark.parametrize(

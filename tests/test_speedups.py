@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from scrapy_rep9309 import RobotsTxt
 from scrapy_rep9309.rules import core
-from scrapy_rep9309.rules.parser import prepare
+from scrapy_rep9309.rules.parser import MAX_LINE_OCTETS, prepare
 from scrapy_rep9309.rules.urlnorm import normalised_path
 from scrapy_rep9309.rules.useragent import group_token
 
@@ -80,13 +80,39 @@ def test_groups_agree_on_every_corpus_file(compiled: core.Implementation, direct
         assert group_view(compiled, body) == group_view(PYTHON, body), path.name
 
 
+def selected_groups(index: core.GroupIndexProtocol, token: bytes) -> list[int]:
+    """The groups RobotsTxt merges for ``token``: those naming it, else the ``*`` ones."""
+    return index.naming(token) or index.naming(b"*")
+
+
 def selected_rules(body: bytes, token: bytes) -> tuple[dict[int, bytes], dict[int, bytes]]:
     index = PYTHON.GroupIndex(body)
     allows: dict[int, bytes] = {}
     disallows: dict[int, bytes] = {}
-    for number in index.naming(token) or index.naming(b"*"):
+    for number in selected_groups(index, token):
         index.collect(number, allows, disallows, {})
     return allows, disallows
+
+
+def rule_sets(
+    compiled: core.Implementation, body: bytes, token: bytes
+) -> tuple[core.RuleSetProtocol, core.RuleSetProtocol, core.RuleSetProtocol]:
+    """The compiled rule set built as RobotsTxt builds it (straight from the groups), the
+    compiled one built from tables, and the Python reference."""
+    index = compiled.GroupIndex(body)
+    from_groups = compiled.RuleSet.from_groups(index, selected_groups(index, token))
+    allows, disallows = selected_rules(body, token)
+    return from_groups, compiled.RuleSet(allows, disallows), PYTHON.RuleSet(allows, disallows)
+
+
+def assert_same_decision(
+    ours: core.RuleSetProtocol, reference: core.RuleSetProtocol, path: str, where: object
+) -> None:
+    """Same match key for ``path``, and the same rule as written behind it."""
+    key = ours.decide(path)
+    assert key == reference.decide(path), (where, path)
+    if key is not None:
+        assert ours.written(key) == reference.written(key), (where, path, key)
 
 
 def test_decisions_agree_on_every_rpbench_link(compiled: core.Implementation) -> None:
@@ -96,14 +122,42 @@ def test_decisions_agree_on_every_rpbench_link(compiled: core.Implementation) ->
         urls = links.read_text("utf-8", "replace").split() if links.is_file() else []
         body = prepare(path.read_bytes())
         for token in (b"scrapy", b"googlebot"):
-            allows, disallows = selected_rules(body, token)
-            ours, reference = compiled.RuleSet(allows, disallows), PYTHON.RuleSet(allows, disallows)
+            from_groups, from_tables, reference = rule_sets(compiled, body, token)
+            assert len(from_groups) == len(from_tables), (path.name, token)
             for url in urls:
-                assert ours.allowed(url) == reference.allowed(url), (path.name, token, url)
+                expected = reference.allowed(url)
+                assert from_groups.allowed(url) == expected, (path.name, token, url)
+                assert from_tables.allowed(url) == expected, (path.name, token, url)
                 normalised = normalised_path(url)
-                assert ours.decide(normalised) == reference.decide(normalised), (path.name, url)
+                assert_same_decision(from_groups, reference, normalised, (path.name, token))
+                assert_same_decision(from_tables, reference, normalised, (path.name, token))
                 decisions += 1
     assert decisions > 100_000
+
+
+def paths_from_rules(allows: dict[int, bytes], disallows: dict[int, bytes]) -> set[str]:
+    """Paths each rule matches or nearly matches: its value with ``*`` filled in, with and
+    without what follows a ``$``, a character more and a character less."""
+    paths = {"/", "/robots.txt"}
+    for value in (*allows.values(), *disallows.values()):
+        text = value.decode("utf-8", "surrogateescape").replace("*", "x")
+        for path in (text, text.rstrip("$"), text.replace("$", "") + "y", text[:-1]):
+            paths.add(normalised_path(path if path.startswith("/") else "/" + path))
+    return paths
+
+
+@pytest.mark.parametrize(
+    "directory", [CORPUS_ROBOTS_DIR, RPBENCH_ROBOTS_DIR], ids=["robots", "rpbench"]
+)
+def test_rule_sets_from_groups_agree_on_every_corpus_file(
+    compiled: core.Implementation, directory: Path
+) -> None:
+    for path in corpus_files(directory):
+        body = prepare(path.read_bytes())
+        for token in (b"scrapy", b"googlebot", b"bingbot"):
+            from_groups, _, reference = rule_sets(compiled, body, token)
+            for rule_path in sorted(paths_from_rules(*selected_rules(body, token))):
+                assert_same_decision(from_groups, reference, rule_path, (path.name, token))
 
 
 # --- generated input -------------------------------------------------------------------
@@ -152,12 +206,15 @@ def test_public_answers_agree_on_generated_bodies(body: bytes, agent: str) -> No
     assert answers[0] == answers[1]
 
 
-PATTERN_PIECES = ["/", "a", "b", "ab", "*", "**", "$", "%", "%2", "%61", "%2a", "%2F", "%24",
-                  "?", "=", "é", " ", "~", "index.htm", "index.html", "\x00", "\xff"]  # fmt: skip
-PATH_PIECES = ["/", "a", "b", "ab", "%2A", "%24", "%2F", "%25", "?", "=", "~", "index.html",
-               "%C3%A9", "%FF"]  # fmt: skip
-URL_PIECES = ["/", "a", "b", "*", "$", "%", "%61", "é", " ", "#", "?", ";", "\\", "http://h",
-              "https://h", "//", "index.html"]  # fmt: skip
+#: "aab", "aba", "aaab" and "abaab" make the matcher fall back after partial matches.
+PATTERN_PIECES = ["/", "a", "b", "ab", "aab", "aba", "*", "**", "$", "%", "%2", "%61", "%2a",
+                  "%2F", "%24", "?", "=", "é", " ", "~", "index.htm", "index.html", "\x00",
+                  "\xff"]  # fmt: skip
+PATH_PIECES = ["/", "a", "b", "ab", "aaab", "abaab", "%2A", "%24", "%2F", "%25", "?", "=", "~",
+               "index.html", "%C3%A9", "%FF"]  # fmt: skip
+URL_PIECES = ["/", "a", "b", "*", "$", "%", "%61", "%7e", "%2f", "%e9", "é", "\udc80", " ",
+              "#", "?", ";", ":", "\\", "http://h", "https://h", "HTTP://h", "//",
+              "index.html"]  # fmt: skip
 
 patterns = st.lists(st.sampled_from(PATTERN_PIECES), max_size=8).map(
     lambda pieces: "".join(pieces).encode("utf-8", "surrogatepass")
@@ -189,6 +246,63 @@ def test_decisions_agree_on_generated_rules(
         assert ours.allowed(url) == reference.allowed(url), url
 
 
+@settings(max_examples=400, deadline=None)
+@given(robots_like, st.lists(paths, min_size=1, max_size=8))
+def test_rule_sets_from_groups_agree_on_generated_bodies(body: bytes, path_list: list[str]) -> None:
+    if core.COMPILED is None:
+        pytest.skip("scrapy_rep9309.rules._speedups is not built")
+    body = prepare(body)
+    for token in (b"bot", b"googlebot"):
+        from_groups, _, reference = rule_sets(core.COMPILED, body, token)
+        for path in sorted(paths_from_rules(*selected_rules(body, token)) | set(path_list)):
+            assert_same_decision(from_groups, reference, path, token)
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r", b"\r\n"])
+def test_rules_as_written_are_read_again_from_their_lines(
+    compiled: core.Implementation, newline: bytes
+) -> None:
+    """The compiled set keeps where each rule's line starts and reads the value again: the
+    same value whatever ends the lines, after a comment, and cut like an overlong line."""
+    long_value = b"/" + b"x" * MAX_LINE_OCTETS
+    lines = [b"User-agent: *", b"Disallow: /a*b$ # why", b"Allow:\t/a/index.html  "]
+    body = newline.join([*lines, b"Disallow: " + long_value, b"Disallow /c"]) + newline
+    from_groups, _, reference = rule_sets(compiled, body, b"bot")
+    for path in ("/axb", "/a/", "/a/index.html", long_value.decode()[: MAX_LINE_OCTETS - 9], "/c"):
+        assert_same_decision(from_groups, reference, path, newline)
+        assert from_groups.decide(path) is not None, path
+
+
+@pytest.mark.parametrize("values", [[b"$"], [b"$", b"*"], [b"", b"$"]])
+def test_patterns_that_normalise_to_nothing(
+    compiled: core.Implementation, values: list[bytes]
+) -> None:
+    """Sets whose every pattern is empty once "$" is cut: a corner the compiled pattern
+    block once mishandled (nothing to hold, yet matched against)."""
+    body = b"User-agent: *\n" + b"".join(b"Disallow: " + value + b"\n" for value in values)
+    rule_set_triple = rule_sets(compiled, body, b"bot")
+    for path in ("/", "/a", ""):
+        decisions = {rule_set.decide(path) for rule_set in rule_set_triple}
+        answers = {rule_set.allowed(path) for rule_set in rule_set_triple}
+        assert len(decisions) == len(answers) == 1, path
+
+
+def test_every_octet_is_normalised_alike_in_rules_and_urls(compiled: core.Implementation) -> None:
+    """Each of the 256 octets in a pattern (plain and with ``*``) and each ASCII
+    character in a path and in a URL, against the reference."""
+    allows: dict[int, bytes] = {}
+    disallows: dict[int, bytes] = {}
+    for octet in range(256):
+        allows[2 * octet + 1] = b"/a" + bytes((octet,)) + b"x"
+        disallows[2 * octet + 2] = b"/b*" + bytes((octet,)) + b"$"
+    ours, reference = compiled.RuleSet(allows, disallows), PYTHON.RuleSet(allows, disallows)
+    for character in map(chr, range(128)):
+        for path in (f"/a{character}x", f"/b{character}", f"/bz{character}"):
+            assert ours.decide(normalised_path(path)) == reference.decide(normalised_path(path))
+            for url in (path, "https://h" + path, "http://h" + path + "#f"):
+                assert ours.allowed(url) == reference.allowed(url), url
+
+
 # --- wrong arguments get clear errors, never a crash --------------------------------------
 
 
@@ -215,6 +329,22 @@ def test_wrong_arguments_raise(compiled: core.Implementation) -> None:
         rules.decide(b"/x")
     with pytest.raises(TypeError):
         rules.allowed(None)
+    for bad_key in ((3, True), "x", (3, True, "x")):
+        with pytest.raises(TypeError):
+            rules.written(bad_key)  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        rules.written((2, True, -3))
+    with pytest.raises(TypeError):
+        compiled.RuleSet.from_groups(PYTHON.GroupIndex(b"user-agent: a\n"), [0])
+    with pytest.raises(TypeError):
+        compiled.RuleSet.from_groups(index, None)  # type: ignore[arg-type]
+    for bad_indexes in ([1], [-1], [0, 2**70]):
+        with pytest.raises((IndexError, OverflowError)):
+            compiled.RuleSet.from_groups(index, bad_indexes)
+    from_groups = compiled.RuleSet.from_groups(index, [0])
+    assert from_groups.written((2, False, -2)) == b"/x"
+    with pytest.raises(KeyError):
+        from_groups.written((2, True, -2))
 
 
 def test_lone_surrogates_in_urls_are_normalised_not_rejected(compiled: core.Implementation) -> None:

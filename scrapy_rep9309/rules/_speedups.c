@@ -69,21 +69,30 @@ is_unreserved(unsigned char c)
            c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-/* urlnorm.KEPT_AS_IS: octets a normalised path carries as they are. */
-static int
-is_kept(unsigned char c)
-{
-    if (is_unreserved(c)) {
-        return 1;
-    }
-    switch (c) {
-    case ':': case '/': case '?': case '#': case '[': case ']': case '@': case '!':
-    case '&': case '\'': case '(': case ')': case '+': case ',': case ';': case '=':
-        return 1;
-    default:
-        return 0;
-    }
-}
+/* By octet: URL_OCTET where a normalised path carries it as it is (urlnorm.KEPT_AS_IS:
+ * the unreserved octets and :/?#[]@!&'()+,;=), PATTERN_OCTET where a normalised pattern
+ * does (the same and "*"). A table because loops over every octet of every URL decided
+ * and of every rule compiled test it. */
+#define URL_OCTET 1
+#define PATTERN_OCTET 2
+static const unsigned char KEPT_OCTETS[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 3, 0, 3, 0, 0, 3, 3, 3, 3, 2, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 3, 0, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 3, 0, 3,
+    0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 3, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
 
 static int
 hex_value(unsigned char c)
@@ -672,32 +681,65 @@ static PyTypeObject GroupIndexType = {
 #define LINE_BITS 39
 #define LINE_LIMIT ((((uint64_t)1) << LINE_BITS) - 1)
 
+/* One compiled rule. Parsed files are kept for hours, so what only rules with a "*"
+ * need is kept after their pattern (Stars), and the value as written is read again from
+ * its line when asked (written()). */
 typedef struct {
     uint64_t key;
-    char *text;            /* normalised pattern without a final "$"; PyMem block */
-    int32_t *failure;      /* KMP failure function of each piece, by text position */
-    Py_ssize_t length;     /* of text */
-    Py_ssize_t first_length;  /* before the first "*"; == length when there is none */
-    Py_ssize_t last_start;    /* after the last "*"; only meaningful with a "*" */
-    int anchored;
-    int has_star;
+    Py_ssize_t text;          /* offset of the normalised pattern (no final "$") in patterns */
+    Py_ssize_t length;        /* of that pattern */
+    Py_ssize_t first_length;  /* before its first "*"; == length when it has none */
+    Py_ssize_t line_start;    /* offset of its line in the body; -1 when read from dicts */
+    unsigned char anchored;
+    unsigned char has_star;
 } Rule;
 
+/* What a rule with a "*" also needs, in patterns after its text (8-aligned), followed by
+ * the KMP failure functions of its pieces, indexed like the text. */
 typedef struct {
-    uint32_t bucket;  /* the first BUCKET_KEY_LENGTH octets of the pattern, big-endian */
-    Py_ssize_t rule;  /* index into rules */
-} BucketEntry;
+    /* The octets of the pieces after the first, by bit (a normalised pattern is ASCII):
+     * a path lacking one of them cannot match, whatever the stars stand for. */
+    uint64_t needs[2];
+    Py_ssize_t last_start; /* after the last "*" */
+} Stars;
+
+/* The octets a path holds, by bit like Stars.needs: found once per decision, and only
+ * when a rule with a "*" is tried. */
+typedef struct {
+    uint64_t has[2];
+    int known;
+} PathOctets;
+
+/* A rule's place in a decision order: by bucket (the first BUCKET_KEY_LENGTH octets of
+ * its pattern, big-endian), then best key first. The key is copied here so that a
+ * decision compares keys without reading the rule. */
+typedef struct {
+    uint64_t key;
+    uint32_t bucket;
+    uint32_t rule; /* index into rules */
+} Entry;
 
 typedef struct {
     PyObject_HEAD
-    Rule *rules;             /* best first */
+    Rule *rules;             /* in reading order */
     Py_ssize_t rule_count;
-    BucketEntry *buckets;    /* rules whose first piece has BUCKET_KEY_LENGTH octets or more,
-                                by bucket, best first within one */
+    char *patterns;          /* every rule's pattern, and the Stars of those with a "*" */
+    Py_ssize_t patterns_size;
+    Entry *buckets;          /* rules whose first piece has BUCKET_KEY_LENGTH octets or more */
     Py_ssize_t bucket_count;
-    Py_ssize_t *short_rules; /* the others, best first */
+    Entry *short_rules;      /* the others, best first */
     Py_ssize_t short_count;
+    PyObject *body;          /* bytes the values were read in (from_groups); else NULL */
+    PyObject *allows;        /* the dicts RuleSet(allows, disallows) was given; else NULL */
+    PyObject *disallows;
 } RuleSetObject;
+
+/* Capacities while rules are added; the arrays are cut to size once all are in. */
+typedef struct {
+    RuleSetObject *set;
+    Py_ssize_t rule_capacity;
+    Py_ssize_t patterns_capacity;
+} Builder;
 
 static uint64_t
 pack_key(Py_ssize_t octets, int allow, long long line)
@@ -710,13 +752,60 @@ pack_key(Py_ssize_t octets, int allow, long long line)
            (LINE_LIMIT - line_part);
 }
 
-/* Normalise a pattern (urlnorm.normalise_octets, "*" kept) into out (3 * length room). */
 static Py_ssize_t
-normalise_pattern(const unsigned char *data, Py_ssize_t length, char *out)
+align8(Py_ssize_t offset)
+{
+    return (offset + 7) & ~(Py_ssize_t)7;
+}
+
+static const Stars *
+stars_of(const RuleSetObject *self, const Rule *rule)
+{
+    return (const Stars *)(self->patterns + align8(rule->text + rule->length));
+}
+
+static const int32_t *
+failure_of(const Stars *stars)
+{
+    return (const int32_t *)(stars + 1);
+}
+
+/* Make room for needed bytes in a PyMem block, at least doubling it. */
+static int
+reserve(char **block, Py_ssize_t *capacity, Py_ssize_t needed)
+{
+    char *bigger;
+    Py_ssize_t new_capacity;
+    if (needed <= *capacity) {
+        return 0;
+    }
+    new_capacity = *capacity > needed / 2 ? 2 * *capacity : needed;
+    if (new_capacity < 256) {
+        new_capacity = 256;
+    }
+    bigger = PyMem_Realloc(*block, (size_t)new_capacity);
+    if (bigger == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *block = bigger;
+    *capacity = new_capacity;
+    return 0;
+}
+
+/* Normalise octets as urlnorm.normalise_octets does, into out (3 * length room): kept
+ * is URL_OCTET for a path, PATTERN_OCTET for a pattern (whose "*" stays). */
+static Py_ssize_t
+normalise_octets(const unsigned char *data, Py_ssize_t length, char *out, unsigned char kept)
 {
     Py_ssize_t i = 0, written = 0;
     while (i < length) {
         unsigned char c = data[i];
+        if (KEPT_OCTETS[c] & kept) {
+            out[written++] = (char)c;
+            i++;
+            continue;
+        }
         if (c == '%' && i + 2 < length && hex_value(data[i + 1]) >= 0 &&
             hex_value(data[i + 2]) >= 0) {
             int octet = hex_value(data[i + 1]) * 16 + hex_value(data[i + 2]);
@@ -731,14 +820,9 @@ normalise_pattern(const unsigned char *data, Py_ssize_t length, char *out)
             i += 3;
             continue;
         }
-        if (c == '*' || is_kept(c)) {
-            out[written++] = (char)c;
-        }
-        else {
-            out[written++] = '%';
-            out[written++] = HEX_DIGITS[c >> 4];
-            out[written++] = HEX_DIGITS[c & 15];
-        }
+        out[written++] = '%';
+        out[written++] = HEX_DIGITS[c >> 4];
+        out[written++] = HEX_DIGITS[c & 15];
         i++;
     }
     return written;
@@ -801,29 +885,48 @@ find_piece(const char *haystack, Py_ssize_t length, Py_ssize_t from, const char 
 
 /* Whether rule matches path from its first octet (matcher.WildcardRule.matches). */
 static int
-rule_matches(const Rule *rule, const char *path, Py_ssize_t length)
+rule_matches(const RuleSetObject *self, const Rule *rule, const char *path, Py_ssize_t length,
+             PathOctets *octets)
 {
-    Py_ssize_t position, piece_start, last_length;
-    if (length < rule->first_length || memcmp(path, rule->text, (size_t)rule->first_length)) {
+    const char *text = self->patterns + rule->text;
+    const Stars *stars;
+    const int32_t *failure;
+    Py_ssize_t position, piece_start, last_start, last_length;
+    if (length < rule->first_length || memcmp(path, text, (size_t)rule->first_length)) {
         return 0;
     }
     if (!rule->has_star) {
         return !rule->anchored || length == rule->first_length;
     }
-    last_length = rule->length - rule->last_start;
-    if (rule->anchored && (length < last_length ||
-                           memcmp(path + length - last_length, rule->text + rule->last_start,
-                                  (size_t)last_length))) {
+    if (!octets->known) {
+        for (position = 0; position < length; position++) {
+            unsigned char c = (unsigned char)path[position];
+            if (c < 128) {
+                octets->has[c >> 6] |= (uint64_t)1 << (c & 63);
+            }
+        }
+        octets->known = 1;
+    }
+    stars = stars_of(self, rule);
+    if ((stars->needs[0] & ~octets->has[0]) | (stars->needs[1] & ~octets->has[1])) {
         return 0;
     }
+    last_start = stars->last_start;
+    last_length = rule->length - last_start;
+    if (rule->anchored &&
+        (length < last_length ||
+         memcmp(path + length - last_length, text + last_start, (size_t)last_length))) {
+        return 0;
+    }
+    /* Indexed like text: the failure function of each piece sits under the piece. */
+    failure = failure_of(stars);
     position = rule->first_length;
     piece_start = rule->first_length + 1;
-    while (piece_start < rule->last_start) {
-        const char *star = memchr(rule->text + piece_start, '*',
-                                  (size_t)(rule->last_start - piece_start));
-        Py_ssize_t piece_end = star - rule->text; /* never NULL: the last "*" ends it */
-        Py_ssize_t found = find_piece(path, length, position, rule->text + piece_start,
-                                      piece_end - piece_start, rule->failure + piece_start);
+    while (piece_start < last_start) {
+        const char *star = memchr(text + piece_start, '*', (size_t)(last_start - piece_start));
+        Py_ssize_t piece_end = star - text; /* never NULL: the last "*" ends it */
+        Py_ssize_t found = find_piece(path, length, position, text + piece_start,
+                                      piece_end - piece_start, failure + piece_start);
         if (found < 0) {
             return 0;
         }
@@ -833,65 +936,69 @@ rule_matches(const Rule *rule, const char *path, Py_ssize_t length)
     if (rule->anchored) {
         return length - last_length >= position;
     }
-    return find_piece(path, length, position, rule->text + rule->last_start, last_length,
-                      rule->failure + rule->last_start) >= 0;
+    return find_piece(path, length, position, text + last_start, last_length,
+                      failure + last_start) >= 0;
 }
 
+/* Compile one rule: the pattern value[0:length), whose final "$" (if any) is already cut
+ * off and given as anchored, read on the line at line_start of the body (or -1). */
 static int
-add_rule(RuleSetObject *self, Py_ssize_t *capacity, const unsigned char *value,
-         Py_ssize_t length, int allow, long long line)
+add_pattern(Builder *builder, const unsigned char *value, Py_ssize_t length, int anchored,
+            int allow, long long line, Py_ssize_t line_start)
 {
+    RuleSetObject *self = builder->set;
     Rule *rule;
-    const char *star;
-    char *scratch, *text;
-    Py_ssize_t written, first_length, p, text_room;
-    int anchored = length > 0 && value[length - 1] == '$';
+    char *text;
+    Py_ssize_t start, written, p;
+    int has_star = memchr(value, '*', (size_t)length) != NULL; /* normalising keeps "*" */
 
-    if (anchored) {
-        length--;
-    }
-    if (grow((void **)&self->rules, capacity, self->rule_count, sizeof(Rule)) < 0) {
-        return -1;
-    }
-    scratch = PyMem_Malloc((size_t)(3 * length + 1));
-    if (scratch == NULL) {
+    if (length > PY_SSIZE_T_MAX / 16 - self->patterns_size || self->rule_count >= UINT32_MAX) {
         PyErr_NoMemory();
         return -1;
     }
-    written = normalise_pattern(value, length, scratch);
-    star = memchr(scratch, '*', (size_t)written);
-    first_length = star != NULL ? star - scratch : written;
-    /* One block per rule: the text, then (4-aligned) the failure functions of its
-     * pieces when it has any "*". */
-    text_room = (written + 4) & ~(Py_ssize_t)3;
-    text = PyMem_Malloc((size_t)text_room + (star != NULL ? (size_t)written * sizeof(int32_t) : 0));
-    if (text == NULL) {
-        PyMem_Free(scratch);
-        PyErr_NoMemory();
+    /* Room for the text (3 octets per octet at worst), alignment, Stars and failures;
+     * one octet more, so that the block exists even if every pattern is empty ("$"). */
+    if (reserve(&self->patterns, &builder->patterns_capacity,
+                self->patterns_size + 3 * length + 1 +
+                    (has_star ? 7 + (Py_ssize_t)sizeof(Stars) + 12 * length : 0)) < 0 ||
+        reserve((char **)&self->rules, &builder->rule_capacity,
+                (self->rule_count + 1) * (Py_ssize_t)sizeof(Rule)) < 0) {
         return -1;
     }
-    memcpy(text, scratch, (size_t)written);
-    PyMem_Free(scratch);
+    start = self->patterns_size;
+    text = self->patterns + start;
+    written = normalise_octets(value, length, text, PATTERN_OCTET);
     rule = &self->rules[self->rule_count++];
-    rule->text = text;
-    rule->failure = star != NULL ? (int32_t *)(text + text_room) : NULL;
+    rule->text = start;
     rule->length = written;
-    rule->anchored = anchored;
-    rule->has_star = star != NULL;
-    rule->first_length = first_length;
-    rule->last_start = written;
-    if (star != NULL) {
-        for (p = written; p > 0 && text[p - 1] != '*'; p--) {
+    rule->anchored = (unsigned char)anchored;
+    rule->has_star = (unsigned char)has_star;
+    rule->line_start = line_start;
+    rule->first_length = written;
+    self->patterns_size = start + written;
+    if (has_star) {
+        Stars *stars = (Stars *)(self->patterns + align8(start + written));
+        int32_t *failure = (int32_t *)(stars + 1);
+        rule->first_length = (const char *)memchr(text, '*', (size_t)written) - text;
+        for (p = written; text[p - 1] != '*'; p--) {
         }
-        rule->last_start = p;
+        stars->last_start = p;
+        stars->needs[0] = stars->needs[1] = 0;
+        for (p = rule->first_length + 1; p < written; p++) {
+            unsigned char c = (unsigned char)text[p];
+            if (c != '*') { /* c < 128: normalised */
+                stars->needs[c >> 6] |= (uint64_t)1 << (c & 63);
+            }
+        }
         /* Every piece after the first: between stars, and after the last one. */
         p = rule->first_length + 1;
         while (p <= written) {
             const char *next = memchr(text + p, '*', (size_t)(written - p));
             Py_ssize_t end = next != NULL ? next - text : written;
-            fill_failure(text, rule->failure, p, end);
+            fill_failure(text, failure, p, end);
             p = end + 1;
         }
+        self->patterns_size = (char *)(failure + written) - self->patterns;
     }
     /* RFC 9309: the most specific match has the most octets; like Google's library, a
      * pattern's "*" and "$" count too. */
@@ -901,14 +1008,39 @@ add_rule(RuleSetObject *self, Py_ssize_t *capacity, const unsigned char *value,
 
 static const char INDEX_PAGE[] = "/index.htm";
 
+/* Compile the rule of one Allow or Disallow value (and the one it implies). */
 static int
-add_rules(RuleSetObject *self, Py_ssize_t *capacity, PyObject *table, int allow)
+add_value(Builder *builder, const unsigned char *value, Py_ssize_t length, int allow,
+          long long line, Py_ssize_t line_start)
+{
+    Py_ssize_t slash;
+    int anchored;
+    if (length == 0) { /* RFC 9309: an empty value matches nothing */
+        return 0;
+    }
+    anchored = value[length - 1] == '$';
+    if (add_pattern(builder, value, length - anchored, anchored, allow, line, line_start) < 0) {
+        return -1;
+    }
+    if (!allow) {
+        return 0;
+    }
+    /* Google's rule: "Allow: /dir/index.htm[l]" also allows "/dir/" itself ("/dir/$"). */
+    for (slash = length - 1; slash >= 0 && value[slash] != '/'; slash--) {
+    }
+    if (slash >= 0 && length - slash >= (Py_ssize_t)(sizeof(INDEX_PAGE) - 1) &&
+        memcmp(value + slash, INDEX_PAGE, sizeof(INDEX_PAGE) - 1) == 0) {
+        return add_pattern(builder, value, slash + 1, 1, 1, line, line_start);
+    }
+    return 0;
+}
+
+static int
+add_table(Builder *builder, PyObject *table, int allow)
 {
     Py_ssize_t position = 0;
     PyObject *key, *value;
     while (PyDict_Next(table, &position, &key, &value)) {
-        const unsigned char *octets;
-        Py_ssize_t length, slash;
         long long line = PyLong_AsLongLong(key);
         if (line == -1 && PyErr_Occurred()) {
             return -1;
@@ -917,45 +1049,12 @@ add_rules(RuleSetObject *self, Py_ssize_t *capacity, PyObject *table, int allow)
             PyErr_SetString(PyExc_TypeError, "rule values must be bytes");
             return -1;
         }
-        octets = (const unsigned char *)PyBytes_AS_STRING(value);
-        length = PyBytes_GET_SIZE(value);
-        if (length == 0) { /* RFC 9309: an empty value matches nothing */
-            continue;
-        }
-        if (add_rule(self, capacity, octets, length, allow, line) < 0) {
+        if (add_value(builder, (const unsigned char *)PyBytes_AS_STRING(value),
+                      PyBytes_GET_SIZE(value), allow, line, -1) < 0) {
             return -1;
-        }
-        if (!allow) {
-            continue;
-        }
-        /* Google's rule: "Allow: /dir/index.htm[l]" also allows "/dir/" itself. */
-        for (slash = length - 1; slash >= 0 && octets[slash] != '/'; slash--) {
-        }
-        if (slash >= 0 && length - slash >= (Py_ssize_t)(sizeof(INDEX_PAGE) - 1) &&
-            memcmp(octets + slash, INDEX_PAGE, sizeof(INDEX_PAGE) - 1) == 0) {
-            unsigned char *directory = PyMem_Malloc((size_t)slash + 2);
-            int failed;
-            if (directory == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            memcpy(directory, octets, (size_t)slash + 1);
-            directory[slash + 1] = '$';
-            failed = add_rule(self, capacity, directory, slash + 2, 1, line);
-            PyMem_Free(directory);
-            if (failed) {
-                return -1;
-            }
         }
     }
     return 0;
-}
-
-static int
-compare_rules(const void *a, const void *b)
-{
-    uint64_t left = ((const Rule *)a)->key, right = ((const Rule *)b)->key;
-    return left < right ? 1 : (left > right ? -1 : 0); /* best first */
 }
 
 static uint32_t
@@ -966,58 +1065,109 @@ bucket_of(const char *octets)
 }
 
 static int
-compare_bucket_entries(const void *a, const void *b)
+entry_before(const Entry *a, const Entry *b)
 {
-    const BucketEntry *left = a, *right = b;
-    if (left->bucket != right->bucket) {
-        return left->bucket < right->bucket ? -1 : 1;
-    }
-    return left->rule < right->rule ? -1 : (left->rule > right->rule ? 1 : 0);
+    return a->bucket != b->bucket ? a->bucket < b->bucket : a->key > b->key;
 }
 
+/* Sort entries in decision order: insertion sort of short runs, then bottom-up merges
+ * through scratch (room for count entries). O(n log n) on any input, and with the
+ * comparison inlined: a rule set is sorted once per crawler and file. */
+static void
+sort_entries(Entry *entries, Py_ssize_t count, Entry *scratch)
+{
+    const Py_ssize_t run = 8;
+    Entry *from = entries, *to = scratch, *swap;
+    Py_ssize_t start, i, j, width;
+    for (start = 0; start < count; start += run) {
+        Py_ssize_t end = start + run < count ? start + run : count;
+        for (i = start + 1; i < end; i++) {
+            Entry item = entries[i];
+            for (j = i; j > start && entry_before(&item, &entries[j - 1]); j--) {
+                entries[j] = entries[j - 1];
+            }
+            entries[j] = item;
+        }
+    }
+    for (width = run; width < count; width *= 2) {
+        for (start = 0; start < count; start += 2 * width) {
+            Py_ssize_t middle = start + width < count ? start + width : count;
+            Py_ssize_t end = start + 2 * width < count ? start + 2 * width : count;
+            Py_ssize_t left = start, right = middle, out = start;
+            while (left < middle && right < end) {
+                to[out++] = entry_before(&from[right], &from[left]) ? from[right++] : from[left++];
+            }
+            while (left < middle) {
+                to[out++] = from[left++];
+            }
+            while (right < end) {
+                to[out++] = from[right++];
+            }
+        }
+        swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != entries) {
+        memcpy(entries, from, (size_t)count * sizeof(Entry));
+    }
+}
+
+/* Once every rule is in: cut the arrays to size and sort the rules in decision order. */
 static int
 rule_set_index(RuleSetObject *self)
 {
-    Py_ssize_t i;
+    Py_ssize_t i, bucketed = 0, size;
+    Entry *scratch;
     if (self->rule_count == 0) {
         return 0; /* no rule: every decision is "allowed" */
     }
-    qsort(self->rules, (size_t)self->rule_count, sizeof(Rule), compare_rules);
-    if (shrink((void **)&self->rules, self->rule_count, sizeof(Rule)) < 0) {
+    if (shrink((void **)&self->rules, self->rule_count, sizeof(Rule)) < 0 ||
+        shrink((void **)&self->patterns, self->patterns_size, 1) < 0) {
         return -1;
     }
-    self->buckets = PyMem_Malloc(sizeof(BucketEntry) * (size_t)(self->rule_count + 1));
-    self->short_rules = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(self->rule_count + 1));
-    if (self->buckets == NULL || self->short_rules == NULL) {
+    for (i = 0; i < self->rule_count; i++) {
+        bucketed += self->rules[i].first_length >= BUCKET_KEY_LENGTH;
+    }
+    size = self->rule_count - bucketed > bucketed ? self->rule_count - bucketed : bucketed;
+    self->buckets = PyMem_Malloc(sizeof(Entry) * (size_t)(bucketed > 0 ? bucketed : 1));
+    self->short_rules =
+        PyMem_Malloc(sizeof(Entry) * (size_t)(self->rule_count - bucketed > 0
+                                                  ? self->rule_count - bucketed
+                                                  : 1));
+    scratch = PyMem_Malloc(sizeof(Entry) * (size_t)size);
+    if (self->buckets == NULL || self->short_rules == NULL || scratch == NULL) {
+        PyMem_Free(scratch);
         PyErr_NoMemory();
         return -1;
     }
     for (i = 0; i < self->rule_count; i++) {
         const Rule *rule = &self->rules[i];
+        Entry entry = {rule->key, 0, (uint32_t)i};
         if (rule->first_length >= BUCKET_KEY_LENGTH) {
-            self->buckets[self->bucket_count].bucket = bucket_of(rule->text);
-            self->buckets[self->bucket_count].rule = i;
-            self->bucket_count++;
+            entry.bucket = bucket_of(self->patterns + rule->text);
+            self->buckets[self->bucket_count++] = entry;
         }
         else {
-            self->short_rules[self->short_count++] = i;
+            self->short_rules[self->short_count++] = entry;
         }
     }
-    qsort(self->buckets, (size_t)self->bucket_count, sizeof(BucketEntry),
-          compare_bucket_entries);
+    sort_entries(self->buckets, self->bucket_count, scratch);
+    sort_entries(self->short_rules, self->short_count, scratch);
+    PyMem_Free(scratch);
     return 0;
 }
 
 static void
 rule_set_dealloc(RuleSetObject *self)
 {
-    Py_ssize_t i;
-    for (i = 0; i < self->rule_count; i++) {
-        PyMem_Free(self->rules[i].text);
-    }
     PyMem_Free(self->rules);
+    PyMem_Free(self->patterns);
     PyMem_Free(self->buckets);
     PyMem_Free(self->short_rules);
+    Py_XDECREF(self->body);
+    Py_XDECREF(self->allows);
+    Py_XDECREF(self->disallows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1026,7 +1176,7 @@ rule_set_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *allows, *disallows;
     RuleSetObject *self;
-    Py_ssize_t capacity = 0;
+    Builder builder = {NULL, 0, 0};
     static char *keywords[] = {"allows", "disallows", NULL};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!:RuleSet", keywords, &PyDict_Type,
@@ -1037,7 +1187,12 @@ rule_set_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (self == NULL) {
         return NULL;
     }
-    if (add_rules(self, &capacity, allows, 1) < 0 || add_rules(self, &capacity, disallows, 0) < 0 ||
+    Py_INCREF(allows);
+    self->allows = allows;
+    Py_INCREF(disallows);
+    self->disallows = disallows;
+    builder.set = self;
+    if (add_table(&builder, allows, 1) < 0 || add_table(&builder, disallows, 0) < 0 ||
         rule_set_index(self) < 0) {
         Py_DECREF(self);
         return NULL;
@@ -1045,11 +1200,83 @@ rule_set_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
-/* The best rule matching a normalised path; NULL if none does. */
-static const Rule *
+/* RuleSet.from_groups(groups, indexes): read the rules straight from the groups' lines,
+ * with no Python object per rule; values as written stay in the body (see written). */
+static PyObject *
+rule_set_from_groups(PyObject *type, PyObject *args)
+{
+    GroupIndexObject *groups;
+    PyObject *indexes, *sequence;
+    RuleSetObject *self;
+    Builder builder = {NULL, 0, 0};
+    const unsigned char *data;
+    Py_ssize_t i, line_start, line_length, value_start, value_end;
+
+    if (!PyArg_ParseTuple(args, "O!O:from_groups", &GroupIndexType, &groups, &indexes)) {
+        return NULL;
+    }
+    sequence = PySequence_Fast(indexes, "from_groups() takes a sequence of group indexes");
+    if (sequence == NULL) {
+        return NULL;
+    }
+    self = (RuleSetObject *)((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, 0);
+    if (self == NULL) {
+        Py_DECREF(sequence);
+        return NULL;
+    }
+    Py_INCREF(groups->body);
+    self->body = groups->body;
+    builder.set = self;
+    data = (const unsigned char *)PyBytes_AS_STRING(groups->body);
+    for (i = 0; i < PySequence_Fast_GET_SIZE(sequence); i++) {
+        LineReader reader;
+        const Group *group;
+        Py_ssize_t index = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(sequence, i));
+        if (index == -1 && PyErr_Occurred()) {
+            goto error;
+        }
+        group = group_at(groups, index);
+        if (group == NULL) {
+            goto error;
+        }
+        /* Room for the group's rules at once (a rule's line has ten octets or more, and
+         * most patterns are no longer than their line): fewer copies as the arrays grow. */
+        if (reserve(&self->patterns, &builder.patterns_capacity,
+                    self->patterns_size + (group->end - group->start)) < 0 ||
+            reserve((char **)&self->rules, &builder.rule_capacity,
+                    (self->rule_count + (group->end - group->start) / 10 + 1) *
+                        (Py_ssize_t)sizeof(Rule)) < 0) {
+            goto error;
+        }
+        reader_init(&reader, data, group->start, group->end, group->line_no);
+        while (reader_next(&reader, &line_start, &line_length)) {
+            int kind = classify(data + line_start, line_length, &value_start, &value_end);
+            if ((kind == KIND_ALLOW || kind == KIND_DISALLOW) &&
+                add_value(&builder, data + line_start + value_start, value_end - value_start,
+                          kind == KIND_ALLOW, reader.line_no, line_start) < 0) {
+                goto error;
+            }
+        }
+    }
+    Py_DECREF(sequence);
+    if (rule_set_index(self) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+
+error:
+    Py_DECREF(sequence);
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* The best rule matching a normalised path, as its decision-order entry; NULL if none. */
+static const Entry *
 rule_set_best(const RuleSetObject *self, const char *path, Py_ssize_t length)
 {
-    const Rule *best = NULL;
+    const Entry *best = NULL;
+    PathOctets octets = {{0, 0}, 0};
     Py_ssize_t i;
     if (self->bucket_count > 0 && length >= BUCKET_KEY_LENGTH) {
         uint32_t bucket = bucket_of(path);
@@ -1064,20 +1291,19 @@ rule_set_best(const RuleSetObject *self, const char *path, Py_ssize_t length)
             }
         }
         for (i = low; i < self->bucket_count && self->buckets[i].bucket == bucket; i++) {
-            const Rule *rule = &self->rules[self->buckets[i].rule];
-            if (rule_matches(rule, path, length)) {
-                best = rule;
+            if (rule_matches(self, &self->rules[self->buckets[i].rule], path, length, &octets)) {
+                best = &self->buckets[i];
                 break;
             }
         }
     }
     for (i = 0; i < self->short_count; i++) {
-        const Rule *rule = &self->rules[self->short_rules[i]];
-        if (best != NULL && rule->key <= best->key) {
+        const Entry *entry = &self->short_rules[i];
+        if (best != NULL && entry->key <= best->key) {
             break;
         }
-        if (rule_matches(rule, path, length)) {
-            best = rule;
+        if (rule_matches(self, &self->rules[entry->rule], path, length, &octets)) {
+            best = entry;
             break;
         }
     }
@@ -1085,11 +1311,11 @@ rule_set_best(const RuleSetObject *self, const char *path, Py_ssize_t length)
 }
 
 static PyObject *
-match_key(const Rule *rule)
+match_key(uint64_t key)
 {
-    uint64_t octets = rule->key >> (LINE_BITS + 1);
-    int allow = (int)((rule->key >> LINE_BITS) & 1);
-    long long line = (long long)(LINE_LIMIT - (rule->key & LINE_LIMIT));
+    uint64_t octets = key >> (LINE_BITS + 1);
+    int allow = (int)((key >> LINE_BITS) & 1);
+    long long line = (long long)(LINE_LIMIT - (key & LINE_LIMIT));
     return Py_BuildValue("(KNL)", (unsigned long long)octets, PyBool_FromLong(allow), -line);
 }
 
@@ -1098,7 +1324,7 @@ rule_set_decide(RuleSetObject *self, PyObject *path)
 {
     const char *octets;
     Py_ssize_t length;
-    const Rule *best;
+    const Entry *best;
     if (!PyUnicode_Check(path)) {
         PyErr_SetString(PyExc_TypeError, "decide() takes a str path");
         return NULL;
@@ -1111,7 +1337,71 @@ rule_set_decide(RuleSetObject *self, PyObject *path)
     if (best == NULL) {
         Py_RETURN_NONE;
     }
-    return match_key(best);
+    return match_key(best->key);
+}
+
+/* The value of the Allow or Disallow line at line_start of body, read as from_groups
+ * read it: a line ends at CR or LF (within a group either ends lines, or LF alone where
+ * the group holds no CR, and then no CR is on the line either). */
+static PyObject *
+value_as_written(PyObject *body, Py_ssize_t line_start)
+{
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(body);
+    Py_ssize_t size = PyBytes_GET_SIZE(body), end = line_start, value_start = 0, value_end = 0;
+    while (end < size && data[end] != '\n' && data[end] != '\r') {
+        end++;
+    }
+    if (end - line_start > MAX_LINE_OCTETS) {
+        end = line_start + MAX_LINE_OCTETS;
+    }
+    classify(data + line_start, end - line_start, &value_start, &value_end);
+    return PyBytes_FromStringAndSize((const char *)data + line_start + value_start,
+                                     value_end - value_start);
+}
+
+/* written(key): the value of the rule a match key of decide() stands for, as written. */
+static PyObject *
+rule_set_written(RuleSetObject *self, PyObject *key)
+{
+    unsigned long long octets;
+    int allow;
+    long long negative_line;
+    uint64_t packed;
+    Py_ssize_t i;
+    if (!PyTuple_Check(key)) {
+        PyErr_SetString(PyExc_TypeError, "written() takes a match key (octets, allow, -line)");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(key, "KpL:written", &octets, &allow, &negative_line)) {
+        return NULL;
+    }
+    if (self->allows != NULL) {
+        PyObject *table = allow ? self->allows : self->disallows;
+        PyObject *line = PyLong_FromLongLong(-negative_line);
+        PyObject *value;
+        if (line == NULL) {
+            return NULL;
+        }
+        value = PyDict_GetItemWithError(table, line);
+        Py_DECREF(line);
+        if (value != NULL) {
+            Py_INCREF(value);
+            return value;
+        }
+        if (!PyErr_Occurred()) {
+            PyErr_SetObject(PyExc_KeyError, key);
+        }
+        return NULL;
+    }
+    packed = pack_key((Py_ssize_t)octets, allow, -negative_line);
+    for (i = 0; i < self->rule_count; i++) { /* explaining is rare: no index for it */
+        const Rule *rule = &self->rules[i];
+        if (rule->key == packed && self->body != NULL) {
+            return value_as_written(self->body, rule->line_start);
+        }
+    }
+    PyErr_SetObject(PyExc_KeyError, key);
+    return NULL;
 }
 
 /* urlnorm.normalised_path, for URLs the fast path below cannot take. */
@@ -1134,12 +1424,26 @@ normalised_path(PyObject *url)
     return PyObject_CallOneArg(normalised_path_function, url);
 }
 
-/* The path and query of an ASCII "http[s]://host/path" URL that needs no normalisation
- * (urlnorm.clean_http_url): 1 and the span, or 0 for any other URL. */
+/* Where the path and query of url[0:length) are, for the shapes urlnorm.path_and_query
+ * reads alike whatever their octets are: "http[s]://host" followed by "/", "?", ";",
+ * "#" or nothing, and "/path" (not "//"). The path is url[*start:*end), after a "/" when
+ * *add_slash ("http://host?q" has the path "/?q", "http://host" has "/"). 0 for any
+ * other shape. */
 static int
-clean_http_path(const char *url, Py_ssize_t length, Py_ssize_t *start, Py_ssize_t *end)
+locate_path(const char *url, Py_ssize_t length, Py_ssize_t *start, Py_ssize_t *end,
+            int *add_slash)
 {
+    const char *fragment = memchr(url, '#', (size_t)length);
     Py_ssize_t p;
+    if (fragment != NULL) { /* RFC 3986: the first "#" starts the fragment, wherever */
+        length = fragment - url;
+    }
+    *end = length;
+    *add_slash = 0;
+    if (length >= 1 && url[0] == '/' && (length == 1 || url[1] != '/')) {
+        *start = 0;
+        return 1;
+    }
     if (length >= 8 && memcmp(url, "https://", 8) == 0) {
         p = 8;
     }
@@ -1149,20 +1453,11 @@ clean_http_path(const char *url, Py_ssize_t length, Py_ssize_t *start, Py_ssize_
     else {
         return 0;
     }
-    while (p < length && url[p] != '/' && url[p] != '?' && url[p] != ';' && url[p] != '#') {
+    while (p < length && url[p] != '/' && url[p] != '?' && url[p] != ';') {
         p++;
-    }
-    if (p == length || url[p] != '/') {
-        return 0;
     }
     *start = p;
-    while (p < length && url[p] != '#' && is_kept((unsigned char)url[p])) {
-        p++;
-    }
-    if (p < length && url[p] != '#') {
-        return 0;
-    }
-    *end = p;
+    *add_slash = p == length || url[p] != '/';
     return 1;
 }
 
@@ -1172,31 +1467,70 @@ is_robots_txt(const char *path, Py_ssize_t length)
     return length == 11 && memcmp(path, "/robots.txt", 11) == 0;
 }
 
+/* Room for the normalised path of most URLs without a PyMem block. */
+#define PATH_ROOM 512
+
 static PyObject *
 rule_set_allowed(RuleSetObject *self, PyObject *url)
 {
     const char *octets;
-    Py_ssize_t length, start, end;
-    const Rule *best;
-    PyObject *path = NULL;
+    char room[PATH_ROOM], *buffer = NULL;
+    Py_ssize_t length, start, end, p;
+    int add_slash;
+    const Entry *best;
+    PyObject *owner = NULL; /* what octets points into, when not url itself */
 
     if (!PyUnicode_Check(url)) {
         PyErr_SetString(PyExc_TypeError, "allowed() takes a str URL");
         return NULL;
     }
-    octets = NULL;
+    if (self->rule_count == 0) { /* nothing can match: no need to read the URL */
+        Py_RETURN_TRUE;
+    }
     if (PyUnicode_IS_ASCII(url)) {
         octets = (const char *)PyUnicode_DATA(url);
         length = PyUnicode_GET_LENGTH(url);
     }
-    if (octets == NULL || !clean_http_path(octets, length, &start, &end)) {
-        path = normalised_path(url);
-        if (path == NULL) {
+    else {
+        /* The UTF-8 octets (a lone surrogate fails: urlnorm knows what to do with it).
+         * Multi-octet sequences hold no ASCII octet, so the path is found as in the text. */
+        owner = PyUnicode_AsUTF8String(url);
+        if (owner == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                return NULL;
+            }
+            PyErr_Clear();
+        }
+        octets = owner != NULL ? PyBytes_AS_STRING(owner) : NULL;
+        length = owner != NULL ? PyBytes_GET_SIZE(owner) : 0;
+    }
+    if (octets != NULL && locate_path(octets, length, &start, &end, &add_slash)) {
+        for (p = start; p < end && (KEPT_OCTETS[(unsigned char)octets[p]] & URL_OCTET); p++) {
+        }
+        if (p < end || add_slash) { /* normalise it (urlnorm.normalise_text) */
+            Py_ssize_t room_needed = 3 * (end - start) + 1;
+            buffer = room_needed <= PATH_ROOM ? room : PyMem_Malloc((size_t)room_needed);
+            if (buffer == NULL) {
+                Py_XDECREF(owner);
+                return PyErr_NoMemory();
+            }
+            buffer[0] = '/';
+            length = add_slash + normalise_octets((const unsigned char *)octets + start,
+                                                  end - start, buffer + add_slash, URL_OCTET);
+            octets = buffer;
+            start = 0;
+            end = length;
+        }
+    }
+    else {
+        Py_XDECREF(owner);
+        owner = normalised_path(url);
+        if (owner == NULL) {
             return NULL;
         }
-        octets = PyUnicode_AsUTF8AndSize(path, &length);
+        octets = PyUnicode_AsUTF8AndSize(owner, &length);
         if (octets == NULL) {
-            Py_DECREF(path);
+            Py_DECREF(owner);
             return NULL;
         }
         start = 0;
@@ -1206,7 +1540,10 @@ rule_set_allowed(RuleSetObject *self, PyObject *url)
     best = is_robots_txt(octets + start, end - start)
                ? NULL
                : rule_set_best(self, octets + start, end - start);
-    Py_XDECREF(path);
+    if (buffer != room) {
+        PyMem_Free(buffer);
+    }
+    Py_XDECREF(owner);
     if (best == NULL || (best->key >> LINE_BITS) & 1) {
         Py_RETURN_TRUE;
     }
@@ -1220,11 +1557,15 @@ rule_set_length(RuleSetObject *self)
 }
 
 static PyMethodDef rule_set_methods[] = {
+    {"from_groups", (PyCFunction)rule_set_from_groups, METH_VARARGS | METH_CLASS,
+     "from_groups(groups, indexes): the merged rules of the groups indexes of a GroupIndex."},
     {"decide", (PyCFunction)rule_set_decide, METH_O,
      "The match key (octets, is_allow, -line) of the best rule matching a normalised path; "
      "None if none does."},
     {"allowed", (PyCFunction)rule_set_allowed, METH_O,
      "Whether a URL (absolute, or a path) may be fetched; /robots.txt always may."},
+    {"written", (PyCFunction)rule_set_written, METH_O,
+     "The value of the rule a match key of decide() stands for, as written."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,7 +12,7 @@ use Python even where the extension exists.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple, Protocol
 
 from scrapy_rep9309.rules import groups, matcher
@@ -48,6 +48,20 @@ class RuleSetProtocol(Protocol):
 
     def allowed(self, url: str) -> bool: ...
 
+    def written(self, key: MatchKey) -> bytes: ...
+
+
+class RuleSetClass(Protocol):
+    """How rule sets are made: from tables (tests, tools), or straight from chosen groups."""
+
+    def __call__(
+        self, allows: dict[int, bytes], disallows: dict[int, bytes]
+    ) -> RuleSetProtocol: ...
+
+    def from_groups(
+        self, groups: GroupIndexProtocol, indexes: Iterable[int]
+    ) -> RuleSetProtocol: ...
+
 
 class Implementation(NamedTuple):
     """The classes :class:`~scrapy_rep9309.rules.robotstxt.RobotsTxt` is built from."""
@@ -55,8 +69,9 @@ class Implementation(NamedTuple):
     name: str
     #: ``GroupIndex(body)``
     GroupIndex: Callable[[bytes], GroupIndexProtocol]
-    #: ``RuleSet(allows, disallows)``, both mapping line numbers to values as written.
-    RuleSet: Callable[[dict[int, bytes], dict[int, bytes]], RuleSetProtocol]
+    #: ``RuleSet(allows, disallows)``, both mapping line numbers to values as written, or
+    #: ``RuleSet.from_groups(group_index, indexes)``.
+    RuleSet: RuleSetClass
 
 
 PYTHON = Implementation("python", groups.GroupIndex, matcher.RuleSet)

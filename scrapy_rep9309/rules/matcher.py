@@ -20,8 +20,11 @@ that start asks for a decision; values whose first octets are not already normal
 from __future__ import annotations
 
 import re
-from itertools import compress, groupby
-from operator import itemgetter
+from collections import defaultdict
+from collections.abc import Iterable
+from itertools import compress, repeat
+from operator import attrgetter, contains, itemgetter
+from typing import TYPE_CHECKING
 
 from scrapy_rep9309.rules.urlnorm import (
     KEPT_AS_IS,
@@ -29,6 +32,9 @@ from scrapy_rep9309.rules.urlnorm import (
     normalise_octets,
     normalised_path,
 )
+
+if TYPE_CHECKING:
+    from scrapy_rep9309.rules.core import GroupIndexProtocol
 
 BUCKET_KEY_LENGTH = 4
 #: RFC 9309 2.2.2: "The /robots.txt URI is implicitly allowed": the URL whose normalised
@@ -40,41 +46,47 @@ MatchKey = tuple[int, bool, int]
 
 _NOT_KEPT_AS_IS = re.compile(f"[^{KEPT_AS_IS}]".encode("ascii"))
 _NOT_KEPT_EXCEPT_STAR = re.compile(f"[^*{KEPT_AS_IS}]".encode("ascii"))
-_NOT_KEPT_OR_NEWLINE = re.compile(f"[^\\n{KEPT_AS_IS}]".encode("ascii"))
+_KEY = attrgetter("key")
+_FIRST_PIECE = attrgetter("first")
+_NEEDLE = attrgetter("needle")
 _FIRST_OCTETS = itemgetter(slice(0, BUCKET_KEY_LENGTH))
-_FIRST = itemgetter(0)
-_SECOND = itemgetter(1)
 _KEPT_OCTETS = bytes(octet for octet in range(128) if not _NOT_KEPT_AS_IS.match(bytes((octet,))))
+_KEPT_OR_STAR = _KEPT_OCTETS + b"*"
 
 
 class WildcardRule:
     """A pattern with ``*`` or a final ``$`` (or one that normalises to a plain prefix)."""
 
-    __slots__ = ("anchored", "first", "key", "last", "middle")
+    __slots__ = ("anchored", "first", "key", "last", "middle", "needle")
 
-    def __init__(self, allow: bool, line: int, pattern: bytes) -> None:
-        self.anchored = pattern.endswith(b"$")
-        if self.anchored:
-            pattern = pattern[:-1]
-        if _NOT_KEPT_EXCEPT_STAR.search(pattern) is None:
-            text = pattern.decode("ascii")
-        else:
-            text = "*".join([normalise_octets(piece) for piece in pattern.split(b"*")])
-        pieces = text.split("*")
-        self.first = pieces[0]
-        self.middle = tuple(pieces[1:-1])
-        self.last: str | None = pieces[-1] if len(pieces) > 1 else None
+    def __init__(self, allow: bool, line: int, pattern: bytes | str) -> None:
+        """``pattern`` as written (bytes), or already normalised (text, ``*`` and a final
+        ``$`` as written: the compilation of a bucket normalises many at once)."""
+        if isinstance(pattern, bytes):
+            pattern = _normalised_pattern(pattern)
+        self.anchored = anchored = pattern.endswith("$")
+        pieces = (pattern[:-1] if anchored else pattern).split("*")
+        self.first = first = pieces[0]
+        #: The longest literal piece: a path this rule matches must contain it. Most
+        #: patterns have one "*" at most: those spare max(), the costliest step here.
+        self.needle = first
+        self.middle: tuple[str, ...] = ()
+        self.last: str | None = None
+        if len(pieces) == 2:
+            self.last = last = pieces[1]
+            if len(last) > len(first):
+                self.needle = last
+        elif len(pieces) > 2:
+            self.middle = tuple(pieces[1:-1])
+            self.last = pieces[-1]
+            self.needle = max(pieces, key=len)
         #: RFC 9309: the most specific match has the most octets; like Google's library,
-        #: a pattern's ``*`` and ``$`` count too (``text`` keeps the ``*``).
-        self.key: MatchKey = (len(text) + self.anchored, allow, -line)
+        #: a pattern's ``*`` and ``$`` count too.
+        self.key: MatchKey = (len(pattern), allow, -line)
 
     @property
     def is_plain_prefix(self) -> bool:
         return self.last is None and not self.anchored
-
-    def needle(self) -> str:
-        """The longest literal piece: a path this rule matches must contain it."""
-        return max((self.first, *self.middle, self.last or ""), key=len)
 
     def matches(self, path: str) -> bool:
         """Return whether this pattern matches ``path`` (already normalised) from its start."""
@@ -94,6 +106,31 @@ class WildcardRule:
         if self.anchored:
             return len(path) - len(last) >= position
         return path.find(last, position) >= 0
+
+
+def _normalised_pattern(value: bytes) -> str:
+    """``value`` normalised (:func:`~.urlnorm.normalise_octets`) but its ``*`` and final ``$``."""
+    rest = value.translate(None, _KEPT_OR_STAR)
+    if not rest or (rest == b"$" and value.endswith(b"$")):  # nothing to change
+        return value.decode("ascii")
+    anchored = value.endswith(b"$")
+    if anchored:
+        value = value[:-1]
+    if _NOT_KEPT_EXCEPT_STAR.search(value) is None:
+        text = value.decode("ascii")
+    else:
+        text = "*".join([normalise_octets(piece) for piece in value.split(b"*")])
+    return text + "$" if anchored else text
+
+
+def _only_wildcards_unkept(blob: bytes, unkept: bytes) -> bool:
+    """Whether the values of ``blob`` (joined by newlines, holding none) are all normalised
+    already but for their ``*`` and a final ``$``; ``unkept`` is what of ``blob`` is not
+    kept as is."""
+    wildcards = unkept.count(b"*") + unkept.count(b"$")
+    return len(unkept) == unkept.count(b"\n") + wildcards and blob.count(b"$") == (
+        blob.count(b"$\n") + blob.endswith(b"$")
+    )
 
 
 def index_html_directory(value: bytes) -> bytes | None:
@@ -142,41 +179,51 @@ class _Bucket:
         # Disallows first so that an allow with the same prefix replaces it (allow wins a
         # tie); lines reversed so that the earliest of identical rules is kept.
         for sign, lines, table in ((-1, pending.disallows, disallows), (1, pending.allows, allows)):
+            if not lines:
+                continue
             lines = lines[::-1]
             values = list(map(table.__getitem__, lines))
             if b"" in values:  # RFC 9309: an empty value matches nothing
                 lines = [line for line, value in zip(lines, values, strict=True) if value]
                 values = list(filter(None, values))
-            if not values:
-                continue
+                if not values:
+                    continue
             blob = b"\n".join(values)
             if sign > 0 and pending.index_pages is None and b"/index.htm" in blob:
                 index_pages = [line for line in lines if b"/index.htm" in table[line]]
-            if _NOT_KEPT_OR_NEWLINE.search(blob) is None:  # all plain and normalised
+            # The joining newlines, wildcards and whatever needs normalising: usually only
+            # the newlines. (Values read from a file hold no newline; other ones may.)
+            unkept = blob.translate(None, _KEPT_OCTETS)
+            if len(unkept) == len(values) - 1:  # all plain and normalised
                 prefixes = blob.decode("ascii").split("\n")
                 self.plain.update(zip(prefixes, map(sign.__mul__, lines), strict=True))
                 continue
-            for line, value in zip(lines, values, strict=True):
-                if _NOT_KEPT_AS_IS.search(value) is None:
-                    self.plain[value.decode("ascii")] = sign * line
-                    continue
-                rule = WildcardRule(sign > 0, line, value)
-                if rule.is_plain_prefix:
-                    self.plain[rule.first] = sign * line
-                else:
-                    wild.append(rule)
+            # Normalised at once but for "*" and a final "$" (most often there is nothing
+            # to change), then split: the earliest line of identical values is kept.
+            if unkept.count(b"\n") == len(values) - 1 and _only_wildcards_unkept(blob, unkept):
+                texts = blob.decode("ascii").split("\n")
+            else:  # one by one: most of them still need nothing
+                texts = list(map(_normalised_pattern, values))
+            signed = dict(zip(texts, map(sign.__mul__, lines), strict=True))
+            for text in [text for text in signed if "*" in text or "$" in text]:
+                wild.append(WildcardRule(sign > 0, sign * signed.pop(text), text))
+            self.plain.update(signed)
         for line in index_pages:
             directory = index_html_directory(allows[line])
             if directory is not None:
                 wild.append(WildcardRule(True, line, directory))
-        wild.sort(key=lambda rule: rule.key, reverse=True)
         self.plain_firsts = tuple(self.plain)
+        self.lengths = tuple(sorted(set(map(len, self.plain_firsts)), reverse=True))
         #: A path that starts with none of these matches no rule of the bucket.
-        self.screen = self.plain_firsts + tuple(rule.first for rule in wild)
-        self.lengths = tuple(sorted({len(first) for first in self.plain}, reverse=True))
-        self.wild = tuple(wild)
+        self.screen = self.plain_firsts
+        self.wild: tuple[WildcardRule, ...] = ()
         #: For each rule of ``wild``, a piece any path it matches contains.
-        self.needles = tuple(rule.needle() for rule in wild)
+        self.needles: tuple[str, ...] = ()
+        if wild:
+            wild.sort(key=_KEY, reverse=True)
+            self.screen += tuple(map(_FIRST_PIECE, wild))
+            self.wild = tuple(wild)
+            self.needles = tuple(map(_NEEDLE, wild))
 
     def best(self, path: str, best: MatchKey | None) -> MatchKey | None:
         """Return the best of ``best`` and this bucket's rules matching ``path``."""
@@ -193,7 +240,7 @@ class _Bucket:
         if not self.wild:
             return best
         # Only rules whose longest piece occurs in the path, picked at C speed, in order.
-        for rule in compress(self.wild, map(path.__contains__, self.needles)):
+        for rule in compress(self.wild, map(contains, repeat(path), self.needles)):
             if best is not None and rule.key <= best:
                 break
             if rule.matches(path):
@@ -212,12 +259,18 @@ class RuleSet:
     ``allows`` and ``disallows`` map line numbers to values as written.
     """
 
-    __slots__ = ("_allows", "_buckets", "_disallows", "_short", "screen")
+    __slots__ = ("_allows", "_buckets", "_disallows", "_filed", "_short", "_unfiled", "screen")
 
     def __init__(self, allows: dict[int, bytes], disallows: dict[int, bytes]) -> None:
         self._allows = allows
         self._disallows = disallows
-        self._buckets: dict[str, _Bucket | _Pending] = {}
+        #: Compiled buckets by the first octets of the paths they can match.
+        self._buckets: dict[str, _Bucket] = {}
+        #: Of a large rule set, the lines not compiled yet: allows, disallows and index
+        #: pages (see :class:`_Pending`), each by the first octets of their values.
+        self._filed: tuple[dict[bytes, list[int]], ...] = ()
+        #: The path starts that have lines in ``_filed``.
+        self._unfiled: set[str] = set()
         self._short: _Bucket | None = None
         #: A path that starts with none of these matches no rule: a caller's cheapest
         #: test, answering most decisions without a call. Only a small rule set has
@@ -230,57 +283,90 @@ class RuleSet:
                 self._short = _Bucket(pending, allows, disallows)
                 self.screen = self._short.screen
             return
-        # File lines by their first octets with C-level sorting and grouping.
-        by_octets: dict[bytes, _Pending] = {}
-        for table, is_allow in ((allows, True), (disallows, False)):
-            pairs = sorted(zip(map(_FIRST_OCTETS, table.values()), table.keys(), strict=True))
-            for octets, same_octets in groupby(pairs, key=_FIRST):
-                filed = by_octets.get(octets)
-                if filed is None:
-                    filed = by_octets[octets] = _Pending([], [], [])
-                lines = filed.allows if is_allow else filed.disallows
-                lines += map(_SECOND, same_octets)
+        # File lines by the first octets of their values, one C-level append each (in
+        # the order of the tables: line order, as a bucket expects).
+        self._filed = filed = (defaultdict(list), defaultdict(list), defaultdict(list))
+        for table, by_octets in ((allows, filed[0]), (disallows, filed[1])):
+            for octets, line in zip(map(_FIRST_OCTETS, table.values()), table, strict=True):
+                by_octets[octets].append(line)
         if b"/index.htm" in b"\n".join(allows.values()):
             for line, value in allows.items():
                 directory = index_html_directory(value)
                 if directory is not None:
-                    octets = directory[:BUCKET_KEY_LENGTH]
-                    pending = by_octets.setdefault(octets, _Pending([], [], []))
-                    pending.index_pages.append(line)  # type: ignore[union-attr]
-        short = _Pending([], [], [])
-        for octets, pending in by_octets.items():
-            # Only octets that need no normalisation (and hold no "*" or "$") are
-            # exactly the start of the normalised pattern, like the path's key.
-            if len(octets) == BUCKET_KEY_LENGTH and not octets.translate(None, _KEPT_OCTETS):
-                self._buckets[octets.decode("ascii")] = pending
-            else:
-                short.allows += pending.allows
-                short.disallows += pending.disallows
-                short.index_pages += pending.index_pages  # type: ignore[operator]
-        if short.allows or short.disallows or short.index_pages:
+                    filed[2][directory[:BUCKET_KEY_LENGTH]].append(line)
+        # Only octets that need no normalisation (and hold no "*" or "$") are exactly
+        # the start of the normalised pattern, like the path's key; the rules filed
+        # under any other octets are consulted by every decision, compiled now.
+        starts = {**filed[0], **filed[1], **filed[2]}
+        joined = b"\n".join(starts)  # all clean: 4 kept octets each, then a newline
+        if (
+            len(joined) != len(starts) * (BUCKET_KEY_LENGTH + 1) - 1
+            or len(joined.translate(None, _KEPT_OCTETS)) != len(starts) - 1
+        ):
+            short = _Pending([], [], [])
+            for octets in starts:
+                if len(octets) != BUCKET_KEY_LENGTH or octets.translate(None, _KEPT_OCTETS):
+                    short.allows += filed[0].pop(octets, ())
+                    short.disallows += filed[1].pop(octets, ())
+                    short.index_pages += filed[2].pop(octets, ())  # type: ignore[operator]
             self._short = _Bucket(short, allows, disallows)
+            starts = {**filed[0], **filed[1], **filed[2]}
+        if starts:  # decoded at once: each is 4 kept octets, ASCII
+            self._unfiled = set(b"\n".join(starts).decode("ascii").split("\n"))
+        else:  # every rule is in the short bucket
+            self._filed = ()
+
+    def _compile(self, key: str) -> _Bucket:
+        """Compile the rules filed under the path start ``key`` (one of ``_unfiled``)."""
+        self._unfiled.discard(key)
+        octets = key.encode("ascii")
+        allows, disallows, index_pages = self._filed
+        pending = _Pending(
+            allows.pop(octets, []), disallows.pop(octets, []), index_pages.pop(octets, [])
+        )
+        bucket = self._buckets[key] = _Bucket(pending, self._allows, self._disallows)
+        return bucket
+
+    @classmethod
+    def from_groups(cls, groups: GroupIndexProtocol, indexes: Iterable[int]) -> RuleSet:
+        """The merged rules of the groups ``indexes`` of ``groups`` (a ``GroupIndex``)."""
+        allows: dict[int, bytes] = {}
+        disallows: dict[int, bytes] = {}
+        crawl_delays: dict[int, bytes] = {}
+        for index in indexes:
+            groups.collect(index, allows, disallows, crawl_delays)
+        return cls(allows, disallows)
+
+    def written(self, key: MatchKey) -> bytes:
+        """The value of the rule a match key of :meth:`decide` stands for, as written."""
+        _, allow, line = key
+        return (self._allows if allow else self._disallows)[-line]
 
     def decide(self, path: str) -> MatchKey | None:
         """Return the key of the best rule matching normalised ``path``; ``None`` if none does."""
         best = None
-        if self._buckets:
+        if self._filed:
             key = path[:BUCKET_KEY_LENGTH]
             bucket = self._buckets.get(key)
+            if bucket is None and key in self._unfiled:
+                bucket = self._compile(key)
             if bucket is not None:
-                if bucket.__class__ is _Pending:
-                    bucket = _Bucket(bucket, self._allows, self._disallows)  # type: ignore[arg-type]
-                    self._buckets[key] = bucket
-                best = bucket.best(path, None)  # type: ignore[union-attr]
+                best = bucket.best(path, None)
         return best if self._short is None else self._short.best(path, best)
 
     def allowed(self, url: str) -> bool:
         """Whether ``url`` (absolute, or a path) may be fetched: ``/robots.txt`` always may."""
+        if not self.screen:  # no rule at all: no need to read the URL
+            return True
         clean = clean_http_url(url)
-        path = clean.group(1) if clean is not None else normalised_path(url)
+        path = clean[1] if clean is not None else normalised_path(url)
         # Most paths match no rule: answer those here, without a call (see ``screen``).
         if not path.startswith(self.screen) or path == ROBOTS_TXT_PATH:
             return True
-        match = self.decide(path)
+        if self._filed:
+            match = self.decide(path)
+        else:  # one bucket holds every rule (a small set): ask it directly
+            match = self._short.best(path, None)  # type: ignore[union-attr]
         return match is None or match[1]
 
 

@@ -15,8 +15,9 @@ asked for, by the reference tokenizer of :mod:`~scrapy_rep9309.rules.parser`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from scrapy_rep9309.rules import core
 from scrapy_rep9309.rules.groups import records_of_kind
@@ -37,6 +38,15 @@ from scrapy_rep9309.rules.useragent import (
 )
 
 _MAX_CACHED_USER_AGENTS = 64
+
+
+@lru_cache(maxsize=256)
+def _naming_token(user_agent: str) -> tuple[str, bytes | None]:
+    """The crawler token of ``user_agent``, and its octets for ``GroupIndex.naming`` when
+    it is a product token (only then can a group name it); cached, as it is asked once
+    per file parsed."""
+    token = crawler_token(user_agent)
+    return token, token.encode("ascii") if is_product_token(token) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +136,10 @@ class _Extras:
 
     def __init__(self, selection: _Selection, body: bytes, groups: core.GroupIndexProtocol) -> None:
         token = selection.token
-        indexes = groups.naming(token.encode("ascii", "replace"))
+        indexes = selection.indexes
         # Only a group of several user-agent lines can give a delay to some of them.
-        attribute_delays = bool(selection.crawl_delays) and len(selection.agents) > len(indexes)
+        crawl_delays = selection.crawl_delays(groups)
+        attribute_delays = bool(crawl_delays) and len(selection.agents(groups)) > len(indexes)
         records = _OnRequestRecords()
         for index in indexes:
             start, end, first_line_no = groups.span(index)
@@ -141,7 +152,7 @@ class _Extras:
         self.signal_usage = signal_preferences(records.signals)
         #: Whether any URL can have a usage preference (a per-request test).
         self.states_usage = bool(self.usage) or bool(self.signal_usage)
-        delays: Iterable[bytes] = selection.crawl_delays
+        delays: Iterable[bytes] = crawl_delays
         if attribute_delays:
             delays = [
                 value for value, run in records.delays if any(_names(agent, token) for agent in run)
@@ -161,34 +172,45 @@ class _Selection:
     """What applies to one crawler token: merged rules, group names and crawl-delays.
 
     It keeps no reference to the file: thousands of selections may be kept for hours,
-    so what is read on request gets the body and the groups from its caller.
+    so what is read on request gets the body and the groups from its caller. The rules
+    are kept once, compiled (a rule as written is read again by ``rules.written``).
     """
 
-    __slots__ = ("_allows", "_disallows", "_extras", "agents", "crawl_delays", "rules", "token")
+    __slots__ = ("_agents", "_crawl_delays", "_extras", "indexes", "rules", "token")
 
     def __init__(
         self,
         groups: core.GroupIndexProtocol,
         indexes: list[int],
         token: str,
-        rule_set_class: Callable[[dict[int, bytes], dict[int, bytes]], core.RuleSetProtocol],
+        rule_set_class: core.RuleSetClass,
     ) -> None:
-        self._allows: dict[int, bytes] = {}
-        self._disallows: dict[int, bytes] = {}
-        crawl_delays: dict[int, bytes] = {}
-        for index in indexes:
-            groups.collect(index, self._allows, self._disallows, crawl_delays)
-        #: Every ``Crawl-delay`` value of the groups, in file order.
-        self.crawl_delays = list(crawl_delays.values())
-        self.agents = [agent for index in indexes for agent in groups.agents(index)]
-        self.rules = rule_set_class(self._allows, self._disallows)
+        self.rules = rule_set_class.from_groups(groups, indexes)
+        #: The groups that apply, by their index in the file's ``GroupIndex``.
+        self.indexes = indexes
         #: The token the groups were chosen by: the crawler's, or ``*``.
         self.token = token
+        self._agents: list[bytes] | None = None
+        self._crawl_delays: list[bytes] | None = None
         self._extras: _Extras | None = None
 
-    @property
-    def user_agents(self) -> tuple[str, ...]:
-        agents = (agent.decode("utf-8", "replace") for agent in self.agents)
+    def agents(self, groups: core.GroupIndexProtocol) -> list[bytes]:
+        """The ``User-agent`` values of the groups, as written (read when first asked)."""
+        if self._agents is None:
+            self._agents = [agent for index in self.indexes for agent in groups.agents(index)]
+        return self._agents
+
+    def crawl_delays(self, groups: core.GroupIndexProtocol) -> list[bytes]:
+        """Every ``Crawl-delay`` value of the groups, in file order (read when first asked)."""
+        if self._crawl_delays is None:
+            crawl_delays: dict[int, bytes] = {}
+            for index in self.indexes:
+                groups.collect(index, {}, {}, crawl_delays)
+            self._crawl_delays = list(crawl_delays.values())
+        return self._crawl_delays
+
+    def user_agents(self, groups: core.GroupIndexProtocol) -> tuple[str, ...]:
+        agents = (agent.decode("utf-8", "replace") for agent in self.agents(groups))
         return tuple(dict.fromkeys(agents))
 
     def extras(self, body: bytes, groups: core.GroupIndexProtocol) -> _Extras:
@@ -203,15 +225,14 @@ class _Selection:
         RFC 9309 merges ``User-agent: a`` / ``Crawl-delay: 1`` / ``User-agent: b`` /
         ``Disallow: /x`` into one group for the rules, but that delay is ``a``'s only.
         """
-        if not self.crawl_delays:
+        if not self.crawl_delays(groups):
             return None
         return self.extras(body, groups).crawl_delay
 
     def rule_text(self, key: MatchKey) -> str:
         """The rule a match key stands for, as written: ``Disallow: /private``."""
-        _, allow, line = key
-        value = (self._allows if allow else self._disallows)[-line]
-        return f"{'Allow' if allow else 'Disallow'}: {value.decode('utf-8', 'replace')}"
+        value = self.rules.written(key)
+        return f"{'Allow' if key[1] else 'Disallow'}: {value.decode('utf-8', 'replace')}"
 
 
 class RobotsTxt:
@@ -262,15 +283,12 @@ class RobotsTxt:
 
     def _select(self, user_agent: str) -> _Selection | None:
         """Find (and cache) the merged groups that apply to ``user_agent`` (RFC 9309 2.2.1)."""
-        token = crawler_token(user_agent)
-        try:
+        token, octets = _naming_token(user_agent)
+        if token in self._by_token:
             selection = self._by_token[token]
-        except KeyError:
-            octets = token.encode("ascii", "replace")
-            indexes = []
+        else:
+            indexes = [] if octets is None else self._groups.naming(octets)
             named_by = token
-            if is_product_token(token):
-                indexes = self._groups.naming(octets)
             if not indexes:
                 named_by = GLOBAL_TOKEN
                 indexes = self._groups.naming(b"*")
@@ -306,11 +324,14 @@ class RobotsTxt:
         match = selection.rules.decide(path)
         if match is None:
             return Decision(
-                True, user_agents=selection.user_agents, usage=self._usage(selection, path)
+                True,
+                user_agents=selection.user_agents(self._groups),
+                usage=self._usage(selection, path),
             )
         _, allow, line = match
         usage = self._usage(selection, path) if allow else ()
-        return Decision(allow, selection.rule_text(match), -line, selection.user_agents, usage)
+        user_agents = selection.user_agents(self._groups)
+        return Decision(allow, selection.rule_text(match), -line, user_agents, usage)
 
     def _usage(self, selection: _Selection, path: str) -> tuple[Preference, ...]:
         """The usage preferences of normalised ``path``, which ``selection`` allows."""

@@ -17,6 +17,14 @@ KEPT_AS_IS = "A-Za-z0-9\\-._~:/?#\\[\\]@!&'()+,;="
 
 _NEEDS_NORMALISING = re.compile(f"[^{KEPT_AS_IS}]")
 _ESCAPE_OR_UNSAFE_OCTET = re.compile(f"%([0-9A-Fa-f]{{2}})|[^{KEPT_AS_IS}]".encode("ascii"))
+#: What normalising would change: a "%" not followed by two upper-case hex digits (a
+#: lower-case escape, or a "%" that starts none), an escape of an unreserved octet
+#: (digits, letters, "-", ".", "_", "~"), any other octet not kept as is. Most escaped
+#: URLs have none of these, and are then normalised by one search.
+_CHANGED_BY_NORMALISING = re.compile(
+    f"%(?![0-9A-F]{{2}})|%(?:3[0-9]|4[1-9A-F]|5[0-9A]|6[1-9A-F]|7[0-9A]|2[DE]|5F|7E)"
+    f"|[^%{KEPT_AS_IS}]".encode("ascii")
+)
 _UNRESERVED_OCTETS = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 )
@@ -45,6 +53,8 @@ def normalise_octets(data: bytes) -> str:
     upper-case hex digits, and every octet outside the kept set (non-ASCII, controls,
     space, ``*``, ``$``, a ``%`` that starts no escape, ...) becomes ``%XX``.
     """
+    if _CHANGED_BY_NORMALISING.search(data) is None:
+        return data.decode("ascii")
     return _ESCAPE_OR_UNSAFE_OCTET.sub(_normalise_match, data).decode("ascii")
 
 
