@@ -26,6 +26,8 @@ class SlowStore(MemoryStore):
     """The memory store behind a 20 ms round trip per call, counting calls; held
     requests go through Scrapy's serialisation as a network store's would."""
 
+    keeps_held_requests = True
+
     calls: Counter[str] = Counter()
     opened = 0
     closed = 0

@@ -36,6 +36,8 @@ def adds_up(result: CrawlResult) -> bool:
 class SlowHolds(MemoryStore):
     """A network store: writing a held request takes 0.3 s."""
 
+    keeps_held_requests = True
+
     delay = 0.3
 
     async def hold(self, key: str, held: HeldRequest) -> None:
@@ -48,6 +50,8 @@ class VerySlowHolds(SlowHolds):
 
 
 class SlowTakes(MemoryStore):
+    keeps_held_requests = True
+
     async def take_held(
         self, key: str, tokens: Sequence[Hashable] | None = None
     ) -> list[HeldRequest]:
@@ -57,6 +61,8 @@ class SlowTakes(MemoryStore):
 
 class OneFailedTake(MemoryStore):
     """The store is unreachable for one call."""
+
+    keeps_held_requests = True
 
     failed = False
 

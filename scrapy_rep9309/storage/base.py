@@ -13,7 +13,9 @@ has no usable copy there.
   it after. A lease whose owner died expires by itself.
 - **Held requests** are the requests waiting for an origin's robots.txt. A store that
   keeps them outside the process serialises them with the ``RequestCodec`` it is
-  opened with (Scrapy's ``Request.to_dict`` / ``request_from_dict``).
+  opened with (Scrapy's ``Request.to_dict`` / ``request_from_dict``). A store whose
+  ``keeps_held_requests`` is False (the memory store) is given none: the driver keeps
+  its own copy of every held request either way.
 - **Changes by others** are announced through the callback given to ``open``, so that
   a process learns about a record another one stored.
 - **A store shared by a fleet** of processes (``RedisStore``) says so with a true

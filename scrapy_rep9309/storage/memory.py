@@ -30,6 +30,10 @@ EVICTED_STAT = "robotstxt/evicted"
 class MemoryStore:
     """Records, leases and held requests in dicts; records bounded by ``capacity``."""
 
+    #: In one process the driver's own copy of a held request is the only one anyone
+    #: reads: it gives this store none (a subclass that wants them sets True).
+    keeps_held_requests = False
+
     def __init__(self, capacity: int = DEFAULT_CAPACITY, stats: Any = None) -> None:
         self._stats = stats
         self._records: LRUCache[str, StoredRecord] = LRUCache(
