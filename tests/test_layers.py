@@ -58,16 +58,7 @@ def _modules(layer: str) -> list[str]:
 
 @pytest.mark.parametrize("layer", PURE_LAYERS)
 def test_pure_layer_imports_without_scrapy_or_twisted(layer: str) -> None:
-    modules = ["scrapy_rep9309", *_modules(layer)]
-    result = subprocess.run(
-        [sys.executable, "-c", _BLOCKER, *modules],
-        cwd=REPO_ROOT,
-        env=tool_environment(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
+    _assert_imports_without_scrapy_or_twisted(["scrapy_rep9309", *_modules(layer)])
 
 
 @pytest.mark.parametrize("module", sorted(OPTIONAL_CLIENT_MODULES))
@@ -75,8 +66,13 @@ def test_optional_client_module_imports_without_scrapy_or_twisted(module: str) -
     """It may need its client (``redis``), never Scrapy or Twisted."""
     client = {"scrapy_rep9309.storage.redisstore": "redis"}[module]
     pytest.importorskip(client)
+    _assert_imports_without_scrapy_or_twisted(["scrapy_rep9309", module])
+
+
+def _assert_imports_without_scrapy_or_twisted(modules: list[str]) -> None:
+    """Import ``modules`` in a fresh interpreter where importing Scrapy or Twisted raises."""
     result = subprocess.run(
-        [sys.executable, "-c", _BLOCKER, "scrapy_rep9309", module],
+        [sys.executable, "-c", _BLOCKER, *modules],
         cwd=REPO_ROOT,
         env=tool_environment(),
         capture_output=True,
