@@ -39,13 +39,14 @@ import sys
 import tracemalloc
 from collections import Counter
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.test import get_crawler
+from twisted.internet.defer import Deferred
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
@@ -90,6 +91,12 @@ class _Engine:
         """Scheduling is not what is measured."""
 
 
+def _reactor() -> Any:
+    from twisted.internet import reactor
+
+    return reactor
+
+
 def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
     """Run a coroutine that never waits (every store call here answers at once)."""
     try:
@@ -107,6 +114,8 @@ class Crawl:
     middleware: RobotsTxtMiddleware
     bodies: Sequence[bytes]
     origins: int = 0
+    #: robots.txt downloads under way: fired when their response "arrives".
+    downloads: list[Deferred[None]] = field(default_factory=list)
 
     @classmethod
     def start(cls, bodies: Sequence[bytes], cache_size: int) -> Crawl:
@@ -128,8 +137,12 @@ class Crawl:
         return crawl
 
     async def _download(self, origin: Origin, trigger: Request | None) -> FetchResult:
-        """A 200 answer with the origin's corpus body, a fresh copy as a download makes."""
-        body = bytes(bytearray(self.bodies[origin.port % len(self.bodies)]))
+        """A 200 answer with the origin's corpus body, a fresh copy as a download makes,
+        once ``visit`` says the response arrived (a download always waits)."""
+        arrived: Deferred[None] = Deferred()
+        self.downloads.append(arrived)
+        await arrived
+        body = bytes(bytearray(self.body_of(origin.port)))
         return answered(
             origin,
             200,
@@ -141,19 +154,25 @@ class Crawl:
             retry_after=None,
         )
 
+    def body_of(self, port: int) -> bytes:
+        """The corpus body of the origin on port ``port``."""
+        return self.bodies[port % len(self.bodies)]
+
     def visit(self, index: int) -> None:
         """One more origin: schedule a request, answer its fetch, decide its URLs."""
         middleware = self.middleware
         driver = middleware.driver
-        # The port tells the fake download which body; hosts are all distinct.
-        base = f"http://origin-{index}.example:{index % 60000 + 1024}"
+        base = f"http://origin-{index}.example:{index + 1024}"  # the port picks the body
         first = Request(base + TYPICAL_PATHS[0])
         try:
             middleware.request_scheduled(first)
         except IgnoreRequest:
-            pass  # held until the robots.txt answers: it answers within the same call
+            pass  # held until the robots.txt answers
+        while self.downloads:
+            self.downloads.pop().callback(None)  # the response arrives
         driver._flush()  # the released request goes on, as the engine's next tick would
         driver._timers.cancel(("outbox", id(driver)))
+        _reactor().runUntilCurrent()  # a running reactor forgets cancelled calls
         for path in TYPICAL_PATHS:
             request = first if path == TYPICAL_PATHS[0] else Request(base + path)
             try:
@@ -211,7 +230,7 @@ def measure_everything(bodies: Sequence[bytes], origins: int) -> None:
     gc.collect()
     after = tracemalloc.take_snapshot()
     held = held_by_category(before, after)
-    body_total = sum(len(bodies[(index % 60000 + 1024) % len(bodies)]) for index in range(1, origins + 1))
+    body_total = sum(len(crawl.body_of(index + 1024)) for index in range(1, origins + 1))
     body_average = body_total / origins
     per_origin = sum(held.values()) / origins
     driver = crawl.middleware.driver
@@ -267,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # up to their first real wait, which the memory store never makes.
     from twisted.internet import reactor  # noqa: F401 (installs it)
 
-    tracemalloc.start(16)
+    tracemalloc.start(1)
     measure_everything(bodies, args.origins)
     gc.collect()
     measure_bounded(bodies, args.bounded, args.bounded_cache)

@@ -5,6 +5,7 @@ copy arriving while older-decided requests are queued)."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -99,8 +100,8 @@ def machine_in(state: State, *, held: int = 0) -> OriginMachine:
         State.EXPIRED: expired(),
         State.BACKOFF: backoff(),
     }.get(state)
-    for token in range(held):
-        machine.held.append(_held(token))
+    if held:
+        machine.held = deque(_held(token) for token in range(held))
     return machine
 
 
@@ -210,7 +211,12 @@ def test_first_request_loads_takes_the_lease_fetches_and_releases() -> None:
     actions = machine.answered(ok(), NOW + 2)
 
     assert machine.state is State.FRESH
-    assert effects(actions) == [Effect.STORE, Effect.RELEASE_LEASE, Effect.RELEASE]
+    assert effects(actions) == [
+        Effect.STORE,
+        Effect.RELEASE_LEASE,
+        Effect.CANCEL_TIMERS,  # the released requests' deadline timer
+        Effect.RELEASE,
+    ]
     release = actions[-1]
     assert [held.token for held in release.held] == ["r1", "r2"]
     assert release.record is machine.record
@@ -304,7 +310,12 @@ def test_a_stale_copy_decides_while_refreshes_fail() -> None:
     actions = machine.answered(down(), NOW)
 
     assert machine.state is State.STALE
-    assert effects(actions) == [Effect.STORE, Effect.RELEASE_LEASE, Effect.RELEASE]
+    assert effects(actions) == [
+        Effect.STORE,
+        Effect.RELEASE_LEASE,
+        Effect.CANCEL_TIMERS,  # the released requests' deadline timer
+        Effect.RELEASE,
+    ]
     copy = machine.usable(NOW + 5)
     assert copy is not None and copy.body == expired().body
     retry_at = copy.retry_at

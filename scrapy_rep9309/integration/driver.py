@@ -7,8 +7,10 @@ timer) and performs the effects that come out, in order. Effects that touch the 
 call stack, never inside the signal handler or fetch callback that caused them.
 
 The machines double as the near-cache: the newest record of each recently used origin
-and its parsed rules stay in process memory, so deciding a request never waits for
-the store while its origin has a usable copy.
+stays in process memory, so deciding a request never waits for the store while its
+origin has a usable copy. Parsed rules take several times the memory of the (packed)
+record, so only those of the PARSED_RULES_KEPT origins decided most recently are kept;
+another origin's are parsed again from its record when it is next decided.
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ CLOSE_STORE_TIMEOUT = 5.0
 RELEASED_FOR_PEERS_STAT = "robotstxt/fleet/released_for_peers"
 ADOPTED_STAT = "robotstxt/fleet/adopted"
 LEFT_STAT = "robotstxt/fleet/left"
+#: Origins whose parsed rules stay in memory (at most REP9309_CACHE_SIZE): a crawl
+#: decides the requests of this many origins at a time without parsing again.
+PARSED_RULES_KEPT = 1000
 
 
 class OriginDriver:
@@ -92,7 +97,11 @@ class OriginDriver:
         self.machines: LRUCache[Origin, OriginMachine] = LRUCache(
             settings.cache_size, self._forget, keep=self._keep
         )
-        self._parsed: dict[Origin, tuple[OriginRecord, RobotsTxt]] = {}
+        #: The parsed rules of the origins decided most recently, with the record they
+        #: were parsed from.
+        self._parsed: LRUCache[Origin, tuple[OriginRecord, RobotsTxt]] = LRUCache(
+            min(settings.cache_size, PARSED_RULES_KEPT)
+        )
         self._timers = Timers()
         self._tokens = itertools.count()
         #: Every request this process holds, by token: the source of truth. The store
@@ -152,13 +161,13 @@ class OriginDriver:
         return None
 
     def rules(self, origin: Origin, record: OriginRecord) -> RobotsTxt:
-        """The parsed rules of ``record`` (parsed once per fetched body)."""
+        """The parsed rules of ``record`` (parsed again only when they were not kept)."""
         cached = self._parsed.get(origin)
         if cached is not None and cached[0] is record:
             return cached[1]
         rules = RobotsTxt.parse(record.body, max_size=self.settings.max_size)
         if origin in self.machines:  # an evicted origin's copy is not kept
-            self._parsed[origin] = (record, rules)
+            self._parsed.put(origin, (record, rules))
         return rules
 
     def last_failure(self, origin: Origin) -> str | None:
@@ -603,8 +612,8 @@ class OriginDriver:
         actions = machine.answered(result, time.time())
         record = machine.record
         assert record is not None
-        if rules is not None and record.outcome == AVAILABLE and record.body is result.body:
-            self._parsed[origin] = (record, rules)
+        if rules is not None and result.outcome == AVAILABLE:  # the record holds its body
+            self._parsed.put(origin, (record, rules))
         self._report(origin, record, result, machine)
         self._carry_out(origin, machine, actions)
 
@@ -873,7 +882,7 @@ class OriginDriver:
         return not machine.evictable(time.time()) or origin in self._fetching
 
     def _forget(self, origin: Origin, machine: OriginMachine) -> None:
-        self._parsed.pop(origin, None)
+        self._parsed.delete(origin)
 
 
 @dataclass(frozen=True, slots=True)

@@ -327,7 +327,7 @@ class RobotsTxtMiddleware:
     def _decide(self, origin: Origin, record: OriginRecord, request: Request) -> None:
         """Let ``request`` through, with its usage preferences in its meta, or raise
         IgnoreRequest: forbidden, or refused for a REP9309_REQUIRE_USAGE label."""
-        rules = self.driver.rules(origin, record) if record.body else None
+        rules = self.driver.rules(origin, record) if record.has_body else None
         user_agent = self._user_agent(request)
         extra = self.settings.extra_user_agents
         if not is_allowed(record.outcome, rules, request.url, user_agent, extra):

@@ -110,13 +110,15 @@ TRANSITIONS: dict[tuple[State, Event], tuple[State, tuple[Effect, ...]]] = {
     (State.LEASING, Event.LEASE_GRANTED): (State.FETCHING, (Effect.FETCH,)),
     (State.LEASING, Event.LEASE_BUSY): (State.PEER_FETCHING, (Effect.ARM_LEASE_CHECK,)),
     (State.PEER_FETCHING, Event.LEASE_CHECK): (State.LOADING, (Effect.LOAD,)),
+    # Releasing every held request ends their deadline timer too: left armed, it would
+    # keep the machine in memory until REP9309_DEFER_TIMEOUT passed.
     (State.FETCHING, Event.ANSWER_FRESH): (
         State.FRESH,
-        (Effect.STORE, Effect.RELEASE_LEASE, Effect.RELEASE),
+        (Effect.STORE, Effect.RELEASE_LEASE, *_RELEASING),
     ),
     (State.FETCHING, Event.ANSWER_STALE): (
         State.STALE,
-        (Effect.STORE, Effect.RELEASE_LEASE, Effect.RELEASE),
+        (Effect.STORE, Effect.RELEASE_LEASE, *_RELEASING),
     ),
     (State.FETCHING, Event.ANSWER_UNREACHABLE): (
         State.BACKOFF,
@@ -239,7 +241,9 @@ class OriginMachine:
         self.record: OriginRecord | None = None
         #: The store's version of ``record`` (None: not stored, or the store keeps none).
         self.version: int | None = None
-        self.held: deque[Held] = deque()
+        #: The held requests, in deadline order; ``()`` while none is held (an empty
+        #: deque takes over 600 bytes, and thousands of idle machines are kept).
+        self.held: deque[Held] | tuple[()] = ()
         #: Whether ``held`` is not in deadline order (a resumed request with an earlier
         #: deadline came after others): expiry then looks at every entry.
         self._out_of_order = False
@@ -389,13 +393,16 @@ class OriginMachine:
         """The effect with what it needs; None for an ARM_DEADLINE with nothing held."""
         if effect is Effect.HOLD:
             assert new_held is not None
-            if self.held and new_held.deadline < self.held[-1].deadline:
+            held = self.held
+            if not held:
+                held = self.held = deque()
+            elif new_held.deadline < held[-1].deadline:
                 self._out_of_order = True
-            self.held.append(new_held)
+            held.append(new_held)
             return Action(effect, (new_held,))
         if effect is Effect.RELEASE or effect is Effect.DROP:
             held = tuple(self.held)
-            self.held.clear()
+            self.held = ()
             self._out_of_order = False
             return Action(effect, held, self.record)
         if effect is Effect.ARM_DEADLINE:
@@ -418,9 +425,11 @@ class OriginMachine:
         backlog of a million costs one pop each, not a scan per timer.
         """
         held = self.held
+        if not held:
+            return Action(Effect.EXPIRE)
         if self._out_of_order:
             expired = tuple(entry for entry in held if entry.deadline <= now)
-            self.held = deque(entry for entry in held if entry.deadline > now)
+            self.held = deque(entry for entry in held if entry.deadline > now) or ()
             self._out_of_order = any(
                 earlier.deadline > later.deadline for earlier, later in pairwise(self.held)
             )
@@ -428,6 +437,8 @@ class OriginMachine:
         popped = []
         while held and held[0].deadline <= now:
             popped.append(held.popleft())
+        if not held:
+            self.held = ()
         return Action(Effect.EXPIRE, tuple(popped))
 
     def _earliest_deadline(self) -> float:
