@@ -5,11 +5,11 @@ origin has no usable copy is handed to the driver to be held (``request_schedule
 so it never occupies the downloader while waiting); every request about to be
 downloaded is decided by the newest usable copy (``process_request``). What happens
 per origin (fetches, retries, releases) is the origin state machine's business
-(``policy/machine.py``), carried out by ``driver.py``. README "How it works".
+(``policy/machine.py``), carried out by ``driver.py``. docs/how-it-works.md.
 
 A request it lets through carries its URL's usage preferences (``rep9309_content_usage``),
 which ``process_response`` combines with the response's ``Content-Usage`` header.
-README "Usage preferences".
+docs/usage-preferences.md.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ REQUEUED_META = "rep9309_requeued"
 #: Trips back to be held at most; then the request waits in ``process_request``.
 MAX_REQUEUES = 3
 #: On every request this middleware lets through, then on its response: the URL's usage
-#: preferences, ``{label: "y" | "n"}`` (README "Usage preferences").
+#: preferences, ``{label: "y" | "n"}`` (docs/usage-preferences.md).
 CONTENT_USAGE_META = "rep9309_content_usage"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
@@ -82,7 +82,7 @@ class RobotsTxtMiddleware:
         self.stats = crawler.stats
         self.accounting = Accounting(crawler.stats)
         self.store = build_from_crawler(settings.store, crawler)
-        # The driver's store calls wait out outages (README "Running a fleet").
+        # The driver's store calls wait out outages (docs/fleet.md).
         patient = PatientStore(self.store, crawler.stats)
         self.driver = OriginDriver(crawler, settings, patient, self.accounting)
         self._offsite: list[OffsiteMiddleware] = []
