@@ -3,14 +3,21 @@
 One ``count()`` bumps the crawl stat and the same counter of the origin's report, so
 the two always agree (``deferred == released + expired + closed + saved`` in both).
 ``content_usage()`` does the same for the usage preferences of downloaded responses.
+
+Reports are kept one by one for the origins in memory only: when the driver forgets an
+origin (REP9309_CACHE_SIZE), its report is added to the totals (``forget``); reports of
+origins the driver does not know (a response of an origin forgotten meanwhile) are
+kept for REP9309_CACHE_SIZE origins at most, then added to the totals too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from scrapy_rep9309.policy.report import OriginReport
+from scrapy_rep9309.policy.report import OriginReport, ReportTotals, summary_line
+from scrapy_rep9309.storage.lru import LRUCache
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,9 +41,20 @@ STATS = {
 class Accounting:
     """The crawl's ``robotstxt/*`` request counters and the per-origin reports."""
 
-    def __init__(self, stats: StatsCollector) -> None:
+    def __init__(
+        self,
+        stats: StatsCollector,
+        capacity: int,
+        known: Callable[[Origin], bool] | None = None,
+    ) -> None:
         self.stats = stats
-        self._reports: dict[Origin, OriginReport] = {}
+        #: Whether the driver still knows an origin: then its report is kept.
+        self._known = known
+        self._reports: LRUCache[Origin, OriginReport] = LRUCache(
+            capacity, self._fold, keep=self._kept
+        )
+        #: The reports of the origins forgotten, added up.
+        self.folded = ReportTotals()
 
     def count(self, origin: Origin, counter: str, amount: int = 1) -> None:
         self.stats.inc_value(STATS[counter], amount)
@@ -53,12 +71,34 @@ class Accounting:
     def report(self, origin: Origin) -> OriginReport:
         report = self._reports.get(origin)
         if report is None:
-            report = self._reports[origin] = OriginReport(str(origin))
+            report = OriginReport(str(origin))
+            self._reports.put(origin, report)
         return report
 
+    def forget(self, origin: Origin) -> None:
+        """The driver forgot ``origin``: its report goes into the totals."""
+        report = self._reports.get(origin)
+        if report is not None:
+            self._reports.delete(origin)
+            self._fold(origin, report)
+
+    def _kept(self, origin: Origin, report: OriginReport) -> bool:
+        return self._known is not None and self._known(origin)
+
+    def _fold(self, origin: Origin, report: OriginReport) -> None:
+        self.folded.add(report)
+
+    def __len__(self) -> int:
+        """How many reports are kept one by one."""
+        return len(self._reports)
+
     def reports(self) -> list[OriginReport]:
-        """Copies of every origin's report, sorted by origin."""
+        """Copies of the reports kept (the origins in memory), sorted by origin."""
         return sorted(
             (dataclasses.replace(report) for report in self._reports.values()),
             key=lambda report: report.origin,
         )
+
+    def summary(self, stats: Mapping[str, Any]) -> str:
+        """The close summary line: every origin of the crawl, kept or folded."""
+        return summary_line(self._reports.values(), stats, self.folded)

@@ -882,7 +882,11 @@ class OriginDriver:
         return not machine.evictable(time.time()) or origin in self._fetching
 
     def _forget(self, origin: Origin, machine: OriginMachine) -> None:
+        """``origin`` leaves the near-cache: nothing else is kept for it one by one."""
         self._parsed.delete(origin)
+        self._triggers.pop(origin, None)
+        self._warned_ignored.discard(origin)
+        self.accounting.forget(origin)
 
 
 @dataclass(frozen=True, slots=True)

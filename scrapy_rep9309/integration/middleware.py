@@ -41,7 +41,6 @@ from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_d
 from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
-from scrapy_rep9309.policy.report import summary_line
 from scrapy_rep9309.rules.usage import combine_statements, header_preferences
 from scrapy_rep9309.rules.useragent import token_problem
 
@@ -80,7 +79,7 @@ class RobotsTxtMiddleware:
         self.settings = settings
         assert crawler.stats is not None
         self.stats = crawler.stats
-        self.accounting = Accounting(crawler.stats)
+        self.accounting = Accounting(crawler.stats, settings.cache_size, self._known)
         self.store = build_from_crawler(settings.store, crawler)
         # The driver's store calls wait out outages (docs/fleet.md).
         patient = PatientStore(self.store, crawler.stats)
@@ -160,7 +159,7 @@ class RobotsTxtMiddleware:
         if self._jobdir:
             await self._pause(to_save)
         await self.store.close()
-        logger.info(summary_line(self.accounting.reports(), self.stats.get_stats()))
+        logger.info(self.accounting.summary(self.stats.get_stats()))
 
     async def _forbidden_at_close(self, leftover: Leftover) -> bool:
         """Decide a request its robots.txt answered for while the spider was closing:
@@ -319,8 +318,13 @@ class RobotsTxtMiddleware:
         return response
 
     def origin_reports(self) -> list[OriginReport]:
-        """Per-origin outcome and counters so far, sorted by origin."""
+        """Per-origin outcome and counters so far, sorted by origin: of the origins in
+        memory (REP9309_CACHE_SIZE); the close summary counts the forgotten ones too."""
         return self.accounting.reports()
+
+    def _known(self, origin: Origin) -> bool:
+        """Whether the driver still keeps ``origin`` (then its report is kept too)."""
+        return origin in self.driver.machines
 
     # -- decisions --------------------------------------------------------------
 

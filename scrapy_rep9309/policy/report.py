@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scrapy_rep9309.policy.record import PENDING
@@ -32,7 +32,7 @@ OUTCOME_ORDER = ("available", "unavailable", "unreachable", PENDING)
 USAGE_ORDER = tuple(f"{label}={value}" for label in VOCABULARY for value in (DISALLOW, ALLOW))
 
 
-@dataclass
+@dataclass(slots=True)
 class OriginReport:
     """What happened to one origin during the crawl (see docs/reference.md, "Stats").
 
@@ -61,15 +61,38 @@ class OriginReport:
             self.usage = tuple(item for item in USAGE_ORDER if item in seen or item in self.usage)
 
 
-def summary_line(reports: Iterable[OriginReport], stats: Mapping[str, Any]) -> str:
-    """One line: origins by outcome and how many state usage preferences, then the
-    robotstxt/* counts."""
-    reports = list(reports)
-    outcomes = Counter(report.outcome for report in reports)
-    by_outcome = ", ".join(f"{outcomes[name]} {name}" for name in OUTCOME_ORDER)
-    stating = sum(1 for report in reports if report.usage)
+@dataclass(slots=True)
+class ReportTotals:
+    """What the summary needs of origins whose reports are no longer kept one by one.
+
+    A crawl of many origins forgets the least recently used ones (REP9309_CACHE_SIZE);
+    their reports are added here, so that memory stays bounded and the summary still
+    counts them (an origin forgotten and met again is fetched again, and counted again).
+    """
+
+    origins: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    stating: int = 0
+
+    def add(self, report: OriginReport) -> None:
+        self.origins += 1
+        self.outcomes[report.outcome] += 1
+        self.stating += bool(report.usage)
+
+
+def summary_line(
+    reports: Iterable[OriginReport],
+    stats: Mapping[str, Any],
+    folded: ReportTotals | None = None,
+) -> str:
+    """One line: origins by outcome and how many state usage preferences (the reports
+    kept and the ``folded`` totals of those forgotten), then the robotstxt/* counts."""
+    totals = ReportTotals() if folded is None else replace(folded, outcomes=+folded.outcomes)
+    for report in reports:
+        totals.add(report)
+    by_outcome = ", ".join(f"{totals.outcomes[name]} {name}" for name in OUTCOME_ORDER)
     counts = ", ".join(f"{name} {stats.get(f'robotstxt/{name}', 0)}" for name in SUMMARY_STATS)
     return (
-        f"robots.txt: {len(reports)} origins ({by_outcome}), {stating} stating usage "
+        f"robots.txt: {totals.origins} origins ({by_outcome}), {totals.stating} stating usage "
         f"preferences; {counts}"
     )
