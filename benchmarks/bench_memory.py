@@ -74,7 +74,8 @@ TYPICAL_PATHS = (
 #: Where an allocation was made -> what it is part of (the innermost frame in one of
 #: these files decides; anything else is "machine/other").
 CATEGORIES = (
-    ("record+body", ("policy/record.py", "bench_memory.py")),
+    ("record", ("policy/record.py",)),
+    ("bodies as fetched", ("bench_memory.py",)),
     ("parsed rules", ("rules/",)),
     ("report", ("policy/report.py", "integration/accounting.py")),
 )
@@ -238,7 +239,7 @@ def measure_everything(bodies: Sequence[bytes], origins: int) -> None:
         f"{origins:,} origins, {len(bodies):,} corpus files cycled, parser {core.ACTIVE.name}; "
         f"kept: {len(driver.machines):,} machines, "
         f"{len(crawl.middleware.store):,} stored records, "
-        f"{len(crawl.middleware.accounting._reports):,} reports"
+        f"{len(crawl.middleware.accounting):,} reports"
     )
     print(_ratio_line(per_origin, body_average))
     parts = ", ".join(
@@ -260,7 +261,7 @@ def measure_bounded(bodies: Sequence[bytes], origins: int, cache_size: int) -> N
     held = sum(held_by_category(before, after).values())
     middleware = crawl.middleware
     driver = middleware.driver
-    reports = len(middleware.accounting._reports)
+    reports = len(middleware.accounting)
     bounded = max(len(driver.machines), len(middleware.store), reports, len(driver._parsed))
     verdict = "met" if bounded <= cache_size else "NOT met"
     print(
@@ -270,8 +271,8 @@ def measure_bounded(bodies: Sequence[bytes], origins: int, cache_size: int) -> N
         f"{held / cache_size / 1024:.1f} KiB per cached origin; "
         f"target: each <= {cache_size}: {verdict})"
     )
-    summary = middleware.accounting.reports()
-    print(f"  summary counts {len(summary):,} origins")
+    summary = middleware.accounting.summary(crawl.middleware.stats.get_stats())
+    print(f"  close summary: {summary.split(';')[0]}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

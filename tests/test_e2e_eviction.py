@@ -6,13 +6,14 @@ time): evicting it would restart the backoff, or refetch at once.
 
 from __future__ import annotations
 
+import logging
 from itertools import pairwise
 
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
-from tests.crawl import Wait, run_crawl
-from tests.servers import LoggedRequest, Reply, ServerPool
+from tests.crawl import Wait, ours_class, run_crawl
+from tests.servers import LoggedRequest, Reply, ServerPool, rules
 
 
 def _gaps(fetches: list[LoggedRequest]) -> list[float]:
@@ -72,3 +73,35 @@ async def test_origin_in_backoff_is_not_refetched_early_after_its_requests_left(
     assert result.ignored_urls == set(failing.urls(["/page/0", "/page/1"]))
     message = result.failure_for(failing.url("/page/1")).message
     assert "unreachable: HTTP 503" in message, "the failure was remembered"
+
+
+@deferred_f_from_coro_f
+async def test_reports_of_forgotten_origins_are_folded_into_the_summary(
+    servers: ServerPool,
+) -> None:
+    """Past REP9309_CACHE_SIZE origins, reports are not kept one by one: an evicted
+    origin's report goes into totals, and the close summary still counts every origin."""
+    forbidding = [servers.add(rules("User-agent: *\nDisallow: /private\n")) for _ in range(4)]
+    allowing = [servers.add() for _ in range(2)]  # 404: allow all
+    plan: list[object] = []
+    for site in forbidding:
+        plan += [site.url("/page/0"), site.url("/private/0"), Wait(0.2)]
+    for site in allowing:
+        plan += [site.url("/page/0"), Wait(0.2)]
+
+    result = await run_crawl(plan, {"REP9309_CACHE_SIZE": 2})
+
+    assert result.stat("robotstxt/evicted") >= 4
+    reports = result.middleware(ours_class()).origin_reports()
+    assert 1 <= len(reports) <= 2, [report.origin for report in reports]
+    assert result.forbidden_urls == {site.url("/private/0") for site in forbidding}
+    assert result.stat("robotstxt/forbidden") == 4
+    summaries = [
+        record.getMessage()
+        for record in result.logs_after_closing()
+        if record.name.startswith("scrapy_rep9309") and record.levelno == logging.INFO
+    ]
+    (summary,) = [message for message in summaries if message.startswith("robots.txt: ")]
+    assert summary.startswith(
+        "robots.txt: 6 origins (4 available, 2 unavailable, 0 unreachable, 0 pending)"
+    ), summary

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import sys
 from functools import lru_cache
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -82,9 +83,11 @@ class Origin(NamedTuple):
         return f"{self}/robots.txt"
 
     def __str__(self) -> str:
+        """``scheme://host[:port]``, one shared string per origin: a crawl keeps it as the
+        key of its machine, its store record and its report (interned, so once)."""
         if self.port == DEFAULT_PORTS.get(self.scheme):
-            return f"{self.scheme}://{self.host}"
-        return f"{self.scheme}://{self.host}:{self.port}"
+            return sys.intern(f"{self.scheme}://{self.host}")
+        return sys.intern(f"{self.scheme}://{self.host}:{self.port}")
 
 
 @lru_cache(maxsize=4096)
