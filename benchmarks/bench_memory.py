@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
 from scrapy_rep9309.integration.middleware import RobotsTxtMiddleware  # noqa: E402
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE, FetchResult, answered  # noqa: E402
 from scrapy_rep9309.policy.origin import Origin  # noqa: E402
+from scrapy_rep9309.policy.report import summary_line  # noqa: E402
 from scrapy_rep9309.rules import core  # noqa: E402
 from scrapy_rep9309.rules.parser import prepare  # noqa: E402
 
@@ -239,7 +240,7 @@ def measure_everything(bodies: Sequence[bytes], origins: int) -> None:
         f"{origins:,} origins, {len(bodies):,} corpus files cycled, parser {core.ACTIVE.name}; "
         f"kept: {len(driver.machines):,} machines, "
         f"{len(crawl.middleware.store):,} stored records, "
-        f"{len(crawl.middleware.accounting):,} reports"
+        f"{len(crawl.middleware.accounting.reports()):,} reports"
     )
     print(_ratio_line(per_origin, body_average))
     parts = ", ".join(
@@ -261,7 +262,7 @@ def measure_bounded(bodies: Sequence[bytes], origins: int, cache_size: int) -> N
     held = sum(held_by_category(before, after).values())
     middleware = crawl.middleware
     driver = middleware.driver
-    reports = len(middleware.accounting)
+    reports = len(middleware.accounting.reports())
     bounded = max(len(driver.machines), len(middleware.store), reports, len(driver._parsed))
     verdict = "met" if bounded <= cache_size else "NOT met"
     print(
@@ -271,8 +272,10 @@ def measure_bounded(bodies: Sequence[bytes], origins: int, cache_size: int) -> N
         f"{held / cache_size / 1024:.1f} KiB per cached origin; "
         f"target: each <= {cache_size}: {verdict})"
     )
-    summary = middleware.accounting.summary(crawl.middleware.stats.get_stats())
-    print(f"  close summary: {summary.split(';')[0]}")
+    stats = middleware.stats.get_stats()
+    summary = getattr(middleware.accounting, "summary", None)  # None before issue 13
+    line = summary(stats) if summary else summary_line(middleware.accounting.reports(), stats)
+    print(f"  close summary: {line.split(';')[0]}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
