@@ -48,11 +48,12 @@ class Accounting:
         known: Callable[[Origin], bool] | None = None,
     ) -> None:
         self.stats = stats
-        #: Whether the driver still knows an origin: then its report is kept.
+        #: Whether the driver keeps an origin: its report is then kept until ``forget``.
         self._known = known
-        self._reports: LRUCache[Origin, OriginReport] = LRUCache(
-            capacity, self._fold, keep=self._kept
-        )
+        self._reports: dict[Origin, OriginReport] = {}
+        #: Reports of origins the driver did not keep when they were made, least recently
+        #: made first: folded past ``capacity`` unless the driver keeps the origin by then.
+        self._unattached: LRUCache[Origin, OriginReport] = LRUCache(capacity, self._fold_unattached)
         #: The reports of the origins forgotten, added up.
         self.folded = ReportTotals()
 
@@ -71,22 +72,24 @@ class Accounting:
     def report(self, origin: Origin) -> OriginReport:
         report = self._reports.get(origin)
         if report is None:
-            report = OriginReport(str(origin))
-            self._reports.put(origin, report)
+            report = self._reports[origin] = OriginReport(str(origin))
+            if self._known is None or not self._known(origin):
+                self._unattached.put(origin, report)
         return report
 
     def forget(self, origin: Origin) -> None:
         """The driver forgot ``origin``: its report goes into the totals."""
-        report = self._reports.get(origin)
+        self._unattached.delete(origin)
+        report = self._reports.pop(origin, None)
         if report is not None:
-            self._reports.delete(origin)
-            self._fold(origin, report)
+            self.folded.add(report)
 
-    def _kept(self, origin: Origin, report: OriginReport) -> bool:
-        return self._known is not None and self._known(origin)
-
-    def _fold(self, origin: Origin, report: OriginReport) -> None:
-        self.folded.add(report)
+    def _fold_unattached(self, origin: Origin, report: OriginReport) -> None:
+        if self._known is not None and self._known(origin):
+            return  # kept until the driver forgets it
+        if self._reports.get(origin) is report:
+            del self._reports[origin]
+            self.folded.add(report)
 
     def __len__(self) -> int:
         """How many reports are kept one by one."""

@@ -208,8 +208,8 @@ class OriginDriver:
             deadline = now + self.settings.defer_timeout
         self._held[token] = (origin, HeldRequest(token, deadline, request))
         self._triggers.setdefault(origin, request)
+        machine = self._machine(origin)  # first: the origin's report is then kept with it
         self.accounting.count(origin, "deferred")
-        machine = self._machine(origin)
         actions = machine.request(token, now, self._defer, deadline=deadline)
         self._carry_out(origin, machine, actions)
 
@@ -222,13 +222,13 @@ class OriginDriver:
         """
         if self._closing():
             raise IgnoreRequest(closing_reason(origin))
+        machine = self._machine(origin)  # first: the origin's report is then kept with it
         self.accounting.count(origin, "deferred")
         self._triggers.setdefault(origin, request)
         token = ("wait", next(self._tokens))
         deadline = time.time() + self._defer
         waiter: Deferred[bool] = Deferred()
         self._waiters[token] = waiter
-        machine = self._machine(origin)
         actions = machine.request(token, time.time(), self._defer, deadline=deadline)
         self._carry_out(origin, machine, actions)
         while True:
