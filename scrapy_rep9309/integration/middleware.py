@@ -47,7 +47,7 @@ from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_d
 from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
-from scrapy_rep9309.policy.report import summary_line
+from scrapy_rep9309.policy.report import all_forbidden_warnings, summary_line
 from scrapy_rep9309.rules.matcher import ROBOTS_TXT_PATH
 from scrapy_rep9309.rules.usage import combine_statements, header_preferences
 from scrapy_rep9309.rules.useragent import token_problem
@@ -175,7 +175,10 @@ class RobotsTxtMiddleware:
         if self._jobdir:
             await self._pause(to_save)
         await self.store.close()
-        logger.info(summary_line(self.accounting.reports(), self.stats.get_stats()))
+        reports = self.accounting.reports()
+        logger.info(summary_line(reports, self.stats.get_stats()))
+        for line in all_forbidden_warnings(reports):
+            logger.warning(line)
 
     async def _forbidden_at_close(self, leftover: Leftover) -> bool:
         """Decide a request its robots.txt answered for while the spider was closing:
@@ -393,6 +396,9 @@ class RobotsTxtMiddleware:
             # The same decision again, with its reason: only forbidden requests pay for it.
             decision = explain(record.outcome, rules, request.url, user_agent, extra).decision
             self.accounting.count(origin, "forbidden")
+            report = self.accounting.report(origin)
+            if report.first_refusal is None:
+                report.first_refusal = _refusal_text(decision, extra)
             logger.debug(
                 "Forbidden by robots.txt: %(request)s "
                 "(%(rule)s, line %(line)s of %(robots)s%(for)s)",
@@ -409,7 +415,12 @@ class RobotsTxtMiddleware:
         usage = usage_preferences(record.outcome, rules, request.url, user_agent, extra)
         refusing = refused(usage, self.settings.require_usage) if usage else ()
         if refusing:
+            report = self.accounting.report(origin)
+            if report.first_refusal is None:
+                decision = explain(record.outcome, rules, request.url, user_agent, extra).decision
+                report.first_refusal = _usage_refusal_text(refusing[0], decision)
             self._refuse(origin, request, usage, refusing)
+        self.accounting.report(origin).allowed += 1
         request.meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
         if self.settings.crawl_delay and rules is not None:
             delay = rules.crawl_delay(user_agent)
@@ -483,6 +494,25 @@ def _asks_for_robots_txt(request: Request) -> bool:
         return False
     parts = urlparse_cached(request)
     return parts.path == ROBOTS_TXT_PATH and not parts.query and not parts.params
+
+
+def _refusal_text(decision: Decision | None, extra_user_agents: tuple[str, ...]) -> str:
+    """The rule, line and group that forbade a request, for the origin's report."""
+    if decision is None or decision.rule is None:
+        return "no rule (the robots.txt forbids everything)"
+    forbidden_for = _forbidden_for(decision, extra_user_agents)
+    return f"{decision.rule} (line {decision.line}, {_group(decision)}{forbidden_for})"
+
+
+def _usage_refusal_text(preference: Preference, decision: Decision | None) -> str:
+    """The usage preference that refused a request, with its line and group."""
+    group = "" if decision is None else f", {_group(decision)}"
+    return f"{preference.rule} (line {preference.line}{group}; REP9309_REQUIRE_USAGE)"
+
+
+def _group(decision: Decision) -> str:
+    """``User-agent: a, b``: the group(s) that applied, as written."""
+    return f"User-agent: {', '.join(decision.user_agents) or '*'}"
 
 
 def _forbidden_for(decision: Decision | None, extra_user_agents: tuple[str, ...]) -> str:
