@@ -5,16 +5,16 @@ origin has no usable copy is handed to the driver to be held (``request_schedule
 so it never occupies the downloader while waiting); every request about to be
 downloaded is decided by the newest usable copy (``process_request``). What happens
 per origin (fetches, retries, releases) is the origin state machine's business
-(``policy/machine.py``), carried out by ``driver.py``. README "How it works".
+(``policy/machine.py``), carried out by ``driver.py``. docs/how-it-works.md.
 
 A request it lets through carries its URL's usage preferences (``rep9309_content_usage``),
 which ``process_response`` combines with the response's ``Content-Usage`` header.
-README "Usage preferences".
+docs/usage-preferences.md.
 
 A spider's own request for an origin's ``/robots.txt`` (a ``SitemapSpider`` reading
 sitemaps from it) is held and decided like any other, then answered from the copy that
-decided it instead of being downloaded a second time (README "Behaviour: every robots.txt
-outcome", "A spider's own robots.txt request").
+decided it instead of being downloaded a second time (docs/behaviour.md, "A spider's own
+robots.txt request").
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ REQUEUED_META = "rep9309_requeued"
 #: Trips back to be held at most; then the request waits in ``process_request``.
 MAX_REQUEUES = 3
 #: On every request this middleware lets through, then on its response: the URL's usage
-#: preferences, ``{label: "y" | "n"}`` (README "Usage preferences").
+#: preferences, ``{label: "y" | "n"}`` (docs/usage-preferences.md).
 CONTENT_USAGE_META = "rep9309_content_usage"
 #: In ``response.flags`` of a spider's own robots.txt request answered from the copy
-#: this middleware fetched (no download): README "A spider's own robots.txt request".
+#: this middleware fetched (no download): docs/behaviour.md.
 ROBOTS_COPY_FLAG = "rep9309-robots-copy"
 ROBOTS_COPY_STAT = "robotstxt/robots_copy_served"
 #: Spider requests for robots.txt downloaded after all: the copy cannot stand in for a
@@ -97,7 +97,7 @@ class RobotsTxtMiddleware:
         self.stats = crawler.stats
         self.accounting = Accounting(crawler.stats)
         self.store = build_from_crawler(settings.store, crawler)
-        # The driver's store calls wait out outages (README "Running a fleet").
+        # The driver's store calls wait out outages (docs/fleet.md).
         patient = PatientStore(self.store, crawler.stats)
         self.driver = OriginDriver(crawler, settings, patient, self.accounting)
         self._offsite: list[OffsiteMiddleware] = []

@@ -37,7 +37,7 @@ USAGE_ORDER = tuple(f"{label}={value}" for label in VOCABULARY for value in (DIS
 
 @dataclass
 class OriginReport:
-    """What happened to one origin during the crawl (see README "Stats").
+    """What happened to one origin during the crawl (see docs/reference.md, "Stats").
 
     Once the crawl is over, ``deferred == released + expired + closed + saved``.
     """
