@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from typing import Any
 
 from scrapy import Request
@@ -209,6 +210,28 @@ async def test_dont_obey_robotstxt_downloads_it_as_asked(servers: ServerPool) ->
     (response,) = spider_cls.robots_responses
     assert ROBOTS_COPY_FLAG not in response.flags
     assert result.stat("robotstxt/robots_copy_served") == 0
+
+
+@deferred_f_from_coro_f
+async def test_a_copy_restored_from_jobdir_answers(servers: ServerPool, tmp_path: Path) -> None:
+    """The copy saved under JOBDIR by one run answers the next run's robots.txt request."""
+    site = _sitemap_origin(servers)
+    robots_url = site.url("/robots.txt")
+    jobdir = {"JOBDIR": str(tmp_path / "job")}
+    await run_crawl([site.url("/")], jobdir)
+
+    class Resumed(RobotsSitemapSpider):
+        async def start(self) -> AsyncIterator[Any]:
+            yield Request(robots_url, callback=self._parse_sitemap, dont_filter=True)
+
+    spider_cls = _with_urls(Resumed, [robots_url])
+    result = await run_crawl([], jobdir, spider_cls=spider_cls)
+
+    assert len(site.robots_fetches) == 1
+    assert site.crawled_paths() == {"/", *PAGES}
+    (response,) = spider_cls.robots_responses
+    assert ROBOTS_COPY_FLAG in response.flags
+    assert result.stat("robotstxt/request_count") == 0
 
 
 def _with_urls(spider_cls: type[RobotsSitemapSpider], urls: list[str]) -> type[Any]:
