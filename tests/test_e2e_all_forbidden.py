@@ -70,6 +70,23 @@ async def test_a_crawl_whose_every_request_was_forbidden_says_so(servers: Server
 
 
 @deferred_f_from_coro_f
+async def test_opt_in_close_reason_when_nothing_was_allowed(servers: ServerPool) -> None:
+    closed = servers.add(rules(CLOSED_RULES))
+    opened = servers.add(rules(OPEN_RULES))
+    opt_in = {"REP9309_ALL_FORBIDDEN_CLOSE_REASON": "robotstxt_forbidden"}
+
+    blocked = await run_crawl(closed.urls(["/a", "/b"]), opt_in)
+    mixed = await run_crawl([closed.url("/c"), opened.url("/a")], opt_in)
+    default = await run_crawl([closed.url("/d")])
+
+    assert blocked.close_reason == "robotstxt_forbidden"
+    assert blocked.stat("finish_reason") == "robotstxt_forbidden"
+    assert mixed.close_reason == "finished"
+    assert default.close_reason == "finished"
+    assert closed.page_requests == []
+
+
+@deferred_f_from_coro_f
 async def test_usage_refused_everywhere_counts_as_forbidden(servers: ServerPool) -> None:
     site = servers.add(rules("User-agent: *\nContent-Usage: train-ai=n\n"))
 

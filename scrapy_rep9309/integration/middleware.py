@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
-from scrapy.exceptions import DontCloseSpider, IgnoreRequest
+from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
@@ -158,8 +158,13 @@ class RobotsTxtMiddleware:
         raise IgnoreRequest(f"Held until the robots.txt of {origin} is known")
 
     def spider_idle(self, spider: Spider | None = None) -> None:
+        """Stay open while requests are held; close with REP9309_ALL_FORBIDDEN_CLOSE_REASON
+        (when set) if robots.txt let no request through."""
         if self.driver.busy:
             raise DontCloseSpider
+        reason = self.settings.all_forbidden_close_reason
+        if reason is not None and self.accounting.nothing_allowed():
+            raise CloseSpider(reason)
 
     async def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         """Decide what an answer during closing decided; save (JOBDIR) or errback the rest."""
