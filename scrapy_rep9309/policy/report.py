@@ -96,7 +96,7 @@ def all_forbidden_warnings(
 ) -> list[str]:
     """The WARNING lines for the spider's close: one when robots.txt refused every request
     of the crawl, one naming the origins whose every request it refused (``named`` at
-    most, the most refused first, then how many more). None when nothing is to say."""
+    most, the most refused first, then how many more). Empty when nothing is to say."""
     reports = list(reports)
     blocked = sorted(
         (report for report in reports if report.all_forbidden is not None),
