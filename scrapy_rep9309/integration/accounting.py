@@ -16,7 +16,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from scrapy_rep9309.policy.report import OriginReport, ReportTotals, summary_line
+from scrapy_rep9309.policy.report import (
+    OriginReport,
+    ReportTotals,
+    all_forbidden_warnings,
+    summary_line,
+)
 from scrapy_rep9309.storage.lru import LRUCache
 
 if TYPE_CHECKING:
@@ -95,6 +100,14 @@ class Accounting:
         """How many reports are kept one by one."""
         return len(self._reports)
 
+    def nothing_allowed(self) -> bool:
+        """Whether robots.txt refused requests (forbidden or usage-refused) and let none
+        through, in the whole crawl so far (forgotten origins included)."""
+        reports = self._reports.values()
+        if self.folded.allowed or any(r.allowed for r in reports):
+            return False
+        return bool(self.folded.refused) or any(r.forbidden or r.usage_refused for r in reports)
+
     def reports(self) -> list[OriginReport]:
         """Copies of the reports kept (the origins in memory), sorted by origin."""
         return sorted(
@@ -105,3 +118,7 @@ class Accounting:
     def summary(self, stats: Mapping[str, Any]) -> str:
         """The close summary line: every origin of the crawl, kept or folded."""
         return summary_line(self._reports.values(), stats, self.folded)
+
+    def all_forbidden_warnings(self) -> list[str]:
+        """The close WARNINGs for origins whose every request was refused, kept or folded."""
+        return all_forbidden_warnings(self._reports.values(), folded=self.folded)

@@ -78,6 +78,10 @@ class OriginRecord:
     failures: int
     retry_at: float
     last_failure: str | None
+    #: Where the answer came from when robots.txt redirected (the final URL); None when
+    #: it came from the origin's own ``/robots.txt``. A spider's own robots.txt request
+    #: answered from this copy gets it as ``response.url``, as after a real download.
+    redirected_to: str | None
 
     def __init__(
         self,
@@ -89,6 +93,7 @@ class OriginRecord:
         failures: int = 0,
         retry_at: float = 0.0,
         last_failure: str | None = None,
+        redirected_to: str | None = None,
         *,
         packed_body: bytes | None = None,
     ) -> None:
@@ -105,6 +110,7 @@ class OriginRecord:
             ("failures", failures),
             ("retry_at", retry_at),
             ("last_failure", last_failure),
+            ("redirected_to", redirected_to),
         ):
             object.__setattr__(self, name, value)
 
@@ -147,6 +153,7 @@ class OriginRecord:
             "failures": self.failures,
             "retry_at": self.retry_at,
             "last_failure": self.last_failure,
+            "redirected_to": self.redirected_to,
         }
 
     @classmethod
@@ -187,6 +194,7 @@ def record_after_fetch(
             body=result.body if result.outcome == AVAILABLE else b"",
             fetched_at=now,
             expires_at=now + cache_lifetime(result, settings),
+            redirected_to=result.final_url if result.redirects else None,
         )
     failures = (previous.failures if previous is not None else 0) + 1
     retry_at = now + retry_delay(failures, result.retry_after, settings)

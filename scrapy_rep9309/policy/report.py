@@ -1,4 +1,5 @@
-"""Per-origin counters for the end-of-crawl summary and ``origin_reports()``."""
+"""Per-origin counters for the end-of-crawl summary and ``origin_reports()``, and the
+WARNING lines for origins (or a whole crawl) whose every request robots.txt refused."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ SUMMARY_STATS = (
     "evicted",
 )
 OUTCOME_ORDER = ("available", "unavailable", "unreachable", PENDING)
+#: Origins the all-forbidden WARNING names at most; it counts the others.
+ALL_FORBIDDEN_NAMED = 10
 #: Every ``label=value`` an origin's report can list, in the order it lists them.
 USAGE_ORDER = tuple(f"{label}={value}" for label in VOCABULARY for value in (DISALLOW, ALLOW))
 
@@ -53,6 +56,19 @@ class OriginReport:
     #: downloaded responses (robots.txt and ``Content-Usage`` header combined) and of
     #: requests refused for them. Empty: the origin stated no preference.
     usage: tuple[str, ...] = ()
+    #: Requests its robots.txt let through (downloaded, or answered from the copy).
+    allowed: int = 0
+    #: What refused its first forbidden or usage-refused request: the rule as written, its
+    #: line and the group that applied, e.g. ``"Disallow: / (line 2, User-agent: *)"``.
+    first_refusal: str | None = None
+
+    @property
+    def all_forbidden(self) -> str | None:
+        """``first_refusal`` when robots.txt refused every request it decided (at least
+        one, none allowed): the origin looks like an empty site otherwise. Else None."""
+        if self.allowed or not (self.forbidden or self.usage_refused):
+            return None
+        return self.first_refusal or "unknown rule"
 
     def add_usage(self, preferences: Mapping[str, str]) -> None:
         """Note the ``{label: value}`` preferences of one request or response."""
@@ -73,11 +89,28 @@ class ReportTotals:
     origins: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
     stating: int = 0
+    #: Requests let through, and refused (forbidden or usage-refused), in all.
+    allowed: int = 0
+    refused: int = 0
+    #: Origins whose every decided request was refused (``OriginReport.all_forbidden``),
+    #: and the ALL_FORBIDDEN_NAMED most refused of them, for the close WARNING.
+    blocked: int = 0
+    most_refused: list[OriginReport] = field(default_factory=list)
 
     def add(self, report: OriginReport) -> None:
         self.origins += 1
         self.outcomes[report.outcome] += 1
         self.stating += bool(report.usage)
+        self.allowed += report.allowed
+        self.refused += report.forbidden + report.usage_refused
+        if report.all_forbidden is not None:
+            self.blocked += 1
+            named = sorted([*self.most_refused, report], key=_most_refused_first)
+            self.most_refused = named[:ALL_FORBIDDEN_NAMED]
+
+
+def _most_refused_first(report: OriginReport) -> tuple[int, str]:
+    return -(report.forbidden + report.usage_refused), report.origin
 
 
 def summary_line(
@@ -96,3 +129,42 @@ def summary_line(
         f"robots.txt: {totals.origins} origins ({by_outcome}), {totals.stating} stating usage "
         f"preferences; {counts}"
     )
+
+
+def all_forbidden_warnings(
+    reports: Iterable[OriginReport],
+    named: int = ALL_FORBIDDEN_NAMED,
+    folded: ReportTotals | None = None,
+) -> list[str]:
+    """The WARNING lines for the spider's close: one when robots.txt refused every request
+    of the crawl, one naming the origins whose every request it refused (``named`` at
+    most, the most refused first, then how many more). Empty when nothing is to say.
+    ``folded``: the totals of the origins whose reports are no longer kept."""
+    reports = list(reports)
+    totals = ReportTotals() if folded is None else folded
+    blocked = [report for report in reports if report.all_forbidden is not None]
+    count = len(blocked) + totals.blocked
+    if not count:
+        return []
+    lines = []
+    if not totals.allowed and not any(report.allowed for report in reports):
+        refused = totals.refused + sum(
+            report.forbidden + report.usage_refused for report in reports
+        )
+        lines.append(
+            f"robots.txt let no request of this crawl through: {refused} requests forbidden "
+            f"or usage-refused, none allowed; check ROBOTSTXT_USER_AGENT / USER_AGENT and the "
+            f"origins below"
+        )
+    shown = sorted([*blocked, *totals.most_refused], key=_most_refused_first)[:named]
+    listed = "; ".join(
+        f"{report.origin} ({report.forbidden + report.usage_refused} requests, "
+        f"first by {report.all_forbidden})"
+        for report in shown
+    )
+    more = f"; and {count - len(shown)} more origins" if count > len(shown) else ""
+    lines.append(
+        f"robots.txt forbade every request of {count} origin"
+        f"{'' if count == 1 else 's'}: {listed}{more}"
+    )
+    return lines
