@@ -105,3 +105,26 @@ async def test_reports_of_forgotten_origins_are_folded_into_the_summary(
     assert summary.startswith(
         "robots.txt: 6 origins (4 available, 2 unavailable, 0 unreachable, 0 pending)"
     ), summary
+
+
+@deferred_f_from_coro_f
+async def test_origins_forbidden_everything_are_still_named_after_their_eviction(
+    servers: ServerPool,
+) -> None:
+    """The all-forbidden WARNING counts and names origins whose reports were folded."""
+    closed = [servers.add(rules("User-agent: *\nDisallow: /\n")) for _ in range(3)]
+    plan: list[object] = []
+    for site in closed:
+        plan += [site.url("/page/0"), site.url("/page/1"), Wait(0.2)]
+    allowing = servers.add()  # 404: allow all; evicts the last closed one
+    plan += [allowing.url("/page/0")]
+
+    result = await run_crawl(plan, {"REP9309_CACHE_SIZE": 1})
+
+    assert result.stat("robotstxt/evicted") >= 3
+    reports = result.middleware(ours_class()).origin_reports()
+    assert [report.origin for report in reports] == [allowing.base]
+    (warning,) = result.messages(logging.WARNING, "scrapy_rep9309")
+    assert warning.startswith("robots.txt forbade every request of 3 origins: "), warning
+    for site in closed:
+        assert f"{site.base} (2 requests, first by Disallow: / (line 2, User-agent: *))" in warning
