@@ -26,7 +26,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, gatherResults
 
 from scrapy_rep9309.integration.fetch import fetch_robots_txt
 from scrapy_rep9309.integration.robotparser import RobotParser
@@ -128,6 +128,8 @@ class OriginDriver:
         #: Fleet: origins whose lease renewal is under way; requests waiting for a peek.
         self._renewing: set[Origin] = set()
         self._peeks: dict[Origin, list[Deferred[None]]] = {}
+        #: Fleet: requests of each origin waiting for their write to the store to start.
+        self._unsent_holds: dict[Origin, list[HeldRequest]] = {}
 
     # -- queries (the per-request path) ---------------------------------------------
 
@@ -800,8 +802,30 @@ class OriginDriver:
             return
         for entry in held:
             item = self._held.get(entry.token)
-            if item is not None and entry.token not in self._stored:
+            if item is None or entry.token in self._stored:
+                continue
+            if self.shared:
+                self._copy_to_shared_store(origin, item[1])
+            else:
                 self._in_order(origin, self._store_hold(origin, item[1]))
+
+    def _copy_to_shared_store(self, origin: Origin, held: HeldRequest) -> None:
+        """Fleet: requests of an origin held while an earlier write of its requests runs
+        join one write, queued behind it; a burst of requests for a new origin costs two
+        store round trips in a row, not one per request (each waits for the one before)."""
+        unsent = self._unsent_holds.get(origin)
+        if unsent is not None:
+            unsent.append(held)
+            return
+        self._unsent_holds[origin] = [held]
+        self._in_order(origin, self._store_holds(origin))
+
+    async def _store_holds(self, origin: Origin) -> None:
+        """Write the requests gathered for ``origin``, together (the store batches the
+        writes that start in the same moment); later ones gather for the next write."""
+        unsent = self._unsent_holds.pop(origin, [])
+        writes = [deferred_from_coro(self._store_hold(origin, held)) for held in unsent]
+        await maybe_deferred_to_future(gatherResults(writes, consumeErrors=True))
 
     async def _store_hold(self, origin: Origin, held: HeldRequest) -> None:
         await self.store.hold(str(origin), held)

@@ -52,7 +52,7 @@ from urllib.parse import urlsplit, urlunsplit
 from redis import asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE
 from scrapy_rep9309.policy.record import (
@@ -88,6 +88,8 @@ RECEIPT_TTL = 60.0
 ADOPT_LIMIT = 1000
 #: Held requests written in one script call at most.
 HOLD_BATCH = 500
+#: Takes of held requests sent in one pipelined round trip at most.
+TAKE_BATCH = 200
 #: Connections to Redis per process at most (one of them listens for changes).
 MAX_CONNECTIONS = 16
 #: Seconds ``close`` spends writing requests held while Redis was down.
@@ -97,6 +99,8 @@ CORRUPT_STAT = "robotstxt/store/corrupt"
 _GENERATION_ERROR = "REP9309GENERATION"
 _OUTCOMES = (AVAILABLE, UNAVAILABLE, UNREACHABLE)
 _T = TypeVar("_T")
+#: A take waiting for its batch: origin key, tokens (None: all), the answer.
+_Take = tuple[str, "Sequence[Hashable] | None", "asyncio.Future[list[HeldRequest]]"]
 
 _GENERATION_CHECK = f"""
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
@@ -325,6 +329,9 @@ class RedisOriginStore:
         #: Requests being held right now, written together by ``_write_batches``.
         self._batch: list[tuple[str, str, bytes, asyncio.Future[None]]] = []
         self._batch_writer: asyncio.Future[None] | None = None
+        #: Takes asked for right now, sent together by ``_take_batches``.
+        self._takes: list[_Take] = []
+        self._taker: asyncio.Future[None] | None = None
         #: Held while writing what waits here, taking and adopting: never two at once.
         self._writing = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
@@ -511,6 +518,46 @@ class RedisOriginStore:
             lambda: self._scripts[name](keys=list(keys), args=[generation, *args])
         )
 
+    async def _pipelined_in_step(
+        self, calls: Sequence[tuple[str, Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        """Script calls that write held requests, in one pipelined round trip; like
+        ``_script_in_step``, our held requests are written again first if Redis lost its
+        data (every call of the batch then failed before doing anything)."""
+        try:
+            return await self._call(lambda: self._pipelined(calls))
+        except _GenerationLost:
+            await self._call(self._resync)
+            return await self._call(lambda: self._pipelined(calls))
+
+    async def _pipelined(
+        self, calls: Sequence[tuple[str, Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        generation = self._generation
+        redis = self._redis
+        if generation is None or redis is None:
+            raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
+        for attempt in (1, 2):
+            async with redis.pipeline(transaction=False) as pipe:
+                for name, keys, args in calls:
+                    pipe.evalsha(self._scripts[name].sha, len(keys), *keys, generation, *args)
+                replies = await pipe.execute(raise_on_error=False)
+            missing = {
+                name
+                for (name, *_), reply in zip(calls, replies, strict=True)
+                if isinstance(reply, NoScriptError)
+            }
+            if not missing or attempt == 2:
+                break
+            # Redis restarted (scripts are not kept): load them; the calls that ran are
+            # repeated harmlessly (a take answers a repeated call from its receipt).
+            for name in missing:
+                await redis.script_load(self._scripts[name].script)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
+
     async def _script_in_step(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """``_script`` that first writes our held requests again if Redis lost its data.
         Called with ``_writing`` held (taking and adopting)."""
@@ -656,27 +703,78 @@ class RedisOriginStore:
         self, key: str, tokens: Sequence[Hashable] | None = None
     ) -> list[HeldRequest]:
         """Remove and return held requests of ``key``: those of ``tokens``, or every one
-        held for it by any process (what the process releasing them does)."""
-        async with self._writing:
+        held for it by any process (what the process releasing them does).
+
+        Takes asked for in the same moment (the answers of many origins arriving
+        together) go to Redis together, one round trip for all: released requests
+        must not wait in line for one round trip per origin."""
+        taken: asyncio.Future[list[HeldRequest]] = asyncio.get_running_loop().create_future()
+        self._takes.append((key, tokens, taken))
+        if self._taker is None:
+            self._taker = asyncio.ensure_future(self._take_batches())
+        return await taken
+
+    async def _take_batches(self) -> None:
+        batch: list[_Take] = []
+        try:
+            await asyncio.sleep(0)  # let the takes asked for in this moment join
+            while self._takes:
+                batch, self._takes = self._takes[:TAKE_BATCH], self._takes[TAKE_BATCH:]
+                try:
+                    async with self._writing:
+                        answers = await self._take_many([(key, tokens) for key, tokens, _ in batch])
+                except Exception as exc:
+                    for *_, taken in batch:
+                        if not taken.done():
+                            taken.set_exception(exc)
+                else:
+                    for (*_, taken), answer in zip(batch, answers, strict=True):
+                        if not taken.done():
+                            taken.set_result(answer)
+                batch = []
+        finally:
+            self._taker = None
+            for *_, taken in (*batch, *self._takes):  # cancelled (closing): nobody waits
+                if not taken.done():
+                    taken.cancel()
+            self._takes = []
+
+    async def _take_many(
+        self, asked: list[tuple[str, Sequence[Hashable] | None]]
+    ) -> list[list[HeldRequest]]:
+        """The takes of ``asked`` in one pipelined round trip (with ``_writing`` held):
+        what waits in this process is taken here, the rest by one script call each."""
+        plans = []
+        calls = []
+        for key, tokens in asked:
             mine = self._mine.get(key, {})
             if tokens is None:
                 wanted = [entry for entry in mine if (key, entry) not in self._inflight]
             else:
                 wanted = [self._entry_id(token) for token in tokens]
             local = [entry for entry in wanted if (key, entry) in self._unwritten]
-            pairs: list[bytes] = []
+            call = None
             if tokens is None or len(local) < len(wanted):
                 remote = () if tokens is None else [e for e in wanted if e not in local]
-                pairs = await self._script_in_step(
-                    "take",
-                    [
-                        self._key("held", key),
-                        self._key("generation"),
-                        self._key("receipt", uuid.uuid4().hex),
-                        self._key("holders"),
-                    ],
-                    [self.prefix, key, *remote],
+                call = len(calls)
+                calls.append(
+                    (
+                        "take",
+                        [
+                            self._key("held", key),
+                            self._key("generation"),
+                            self._key("receipt", uuid.uuid4().hex),
+                            self._key("holders"),
+                        ],
+                        [self.prefix, key, *remote],
+                    )
                 )
+            plans.append((key, wanted, local, call))
+        replies = await self._pipelined_in_step(calls) if calls else []
+        answers = []
+        for key, wanted, local, call in plans:
+            mine = self._mine.get(key, {})
+            pairs: list[bytes] = [] if call is None else replies[call]
             taken = [
                 (entry.decode(), value)
                 for entry, value in zip(pairs[::2], pairs[1::2], strict=True)
@@ -689,7 +787,8 @@ class RedisOriginStore:
                 mine.pop(entry, None)
             if not mine:
                 self._mine.pop(key, None)
-            return self._decode_held(key, taken, live)
+            answers.append(self._decode_held(key, taken, live))
+        return answers
 
     async def held_keys(self) -> list[str]:
         """Origins with requests held by processes that are gone (stopped or killed):
