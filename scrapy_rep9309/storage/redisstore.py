@@ -331,6 +331,10 @@ class RedisOriginStore:
         self._batch_writer: asyncio.Future[None] | None = None
         #: Takes asked for right now, sent together by ``_take_batches``.
         self._takes: list[_Take] = []
+        #: Commands asked for in this moment, sent in one pipeline by ``_send_outgoing``.
+        self._outgoing: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._sending = False
+        self._senders: set[asyncio.Future[None]] = set()
         self._taker: asyncio.Future[None] | None = None
         #: Held while writing what waits here, taking and adopting: never two at once.
         self._writing = asyncio.Lock()
@@ -534,28 +538,73 @@ class RedisOriginStore:
         self, calls: Sequence[tuple[str, Sequence[str], Sequence[Any]]]
     ) -> list[Any]:
         generation = self._generation
-        redis = self._redis
-        if generation is None or redis is None:
+        if generation is None:
             raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
-        for attempt in (1, 2):
-            async with redis.pipeline(transaction=False) as pipe:
-                for name, keys, args in calls:
-                    pipe.evalsha(self._scripts[name].sha, len(keys), *keys, generation, *args)
-                replies = await pipe.execute(raise_on_error=False)
-            missing = {
-                name
-                for (name, *_), reply in zip(calls, replies, strict=True)
-                if isinstance(reply, NoScriptError)
-            }
-            if not missing or attempt == 2:
-                break
-            # Redis restarted (scripts are not kept): load them; the calls that ran are
-            # repeated harmlessly (a take answers a repeated call from its receipt).
-            for name in missing:
-                await redis.script_load(self._scripts[name].script)
+        replies = await asyncio.gather(
+            *(self._evalsha(name, keys, [generation, *args]) for name, keys, args in calls),
+            return_exceptions=True,
+        )
         for reply in replies:
-            if isinstance(reply, Exception):
+            if isinstance(reply, BaseException):
                 raise reply
+        return replies
+
+    def _evalsha(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Awaitable[Any]:
+        """A script call, sent with the other commands of this moment (``_send``)."""
+        return self._send("EVALSHA", self._scripts[name].sha, len(keys), *keys, *args)
+
+    def _send(self, *command: Any) -> asyncio.Future[Any]:
+        """One command, sent with every other asked for in the same moment in one
+        pipelined round trip: the loads, leases, saves and takes of a burst of new
+        origins each wait one round trip, not their turn for a pooled connection."""
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._outgoing.append((command, reply))
+        if not self._sending:
+            self._sending = True
+            sender = asyncio.ensure_future(self._send_outgoing())
+            self._senders.add(sender)
+            sender.add_done_callback(self._senders.discard)
+        return reply
+
+    async def _send_outgoing(self) -> None:
+        await asyncio.sleep(0)  # let the commands asked for in this moment join
+        outgoing, self._outgoing = self._outgoing, []
+        self._sending = False  # commands asked for from now on go in the next pipeline
+        try:
+            replies = await self._pipeline([command for command, _ in outgoing])
+        except BaseException as exc:
+            for _, reply in outgoing:
+                if not reply.done():
+                    reply.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            for (_, reply), answer in zip(outgoing, replies, strict=True):
+                if reply.done():
+                    continue
+                if isinstance(answer, Exception):
+                    reply.set_exception(answer)
+                else:
+                    reply.set_result(answer)
+
+    async def _pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """Replies (or errors) of ``commands``, sent in one round trip; scripts Redis does
+        not know (it restarted) are loaded and their calls sent again."""
+        redis = self._redis
+        if redis is None:
+            raise StoreUnavailable("the Redis store is not open")
+        async with redis.pipeline(transaction=False) as pipe:
+            for command in commands:
+                pipe.execute_command(*command)
+            replies = await pipe.execute(raise_on_error=False)
+        unknown = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if unknown:
+            sources = {script.sha: script.script for script in self._scripts.values()}
+            for sha in {commands[i][1] for i in unknown}:
+                await redis.script_load(sources[sha])
+            again = await self._pipeline([commands[i] for i in unknown])
+            for i, reply in zip(unknown, again, strict=True):
+                replies[i] = reply
         return replies
 
     async def _script_in_step(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
@@ -572,7 +621,7 @@ class RedisOriginStore:
     async def load(self, key: str) -> StoredRecord | None:
         limit = self._max_size + HEADER_LIMIT
         answer = await self._call(
-            lambda: self._scripts["load"](keys=[self._key("record", key)], args=[limit])
+            lambda: self._evalsha("load", [self._key("record", key)], [limit])
         )
         if not answer:
             return None
@@ -591,9 +640,7 @@ class RedisOriginStore:
             )
             if self._stats is not None:
                 self._stats.inc_value(CORRUPT_STAT)
-            await self._call(
-                lambda: self._scripts["drop"](keys=[self._key("record", key)], args=[version])
-            )
+            await self._call(lambda: self._evalsha("drop", [self._key("record", key)], [version]))
             return None
         return StoredRecord(record, version)
 
@@ -601,9 +648,10 @@ class RedisOriginStore:
         data = encode_record(record)
         ttl = _ms(max(1.0, self.useful_until(record) - time.time()))
         version = await self._call(
-            lambda: self._scripts["save"](
-                keys=[self._key("record", key), self._key("version")],
-                args=[
+            lambda: self._evalsha(
+                "save",
+                [self._key("record", key), self._key("version")],
+                [
                     "" if expected is None else expected,
                     data,
                     ttl,
@@ -626,23 +674,18 @@ class RedisOriginStore:
 
     async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
         lease = self._key("lease", key)
-        redis = self._redis
-        if redis is not None and await self._call(
-            lambda: redis.set(lease, owner, nx=True, px=_ms(ttl))
-        ):
+        if await self._call(lambda: self._send("SET", lease, owner, "NX", "PX", _ms(ttl))):
             return True
         return await self.renew_lease(key, owner, ttl)  # ours already?
 
     async def renew_lease(self, key: str, owner: str, ttl: float) -> bool:
         renewed = await self._call(
-            lambda: self._scripts["renew"](keys=[self._key("lease", key)], args=[owner, _ms(ttl)])
+            lambda: self._evalsha("renew", [self._key("lease", key)], [owner, _ms(ttl)])
         )
         return bool(renewed)
 
     async def release_lease(self, key: str, owner: str) -> None:
-        await self._call(
-            lambda: self._scripts["release"](keys=[self._key("lease", key)], args=[owner])
-        )
+        await self._call(lambda: self._evalsha("release", [self._key("lease", key)], [owner]))
 
     # -- held requests -----------------------------------------------------------------------
 
