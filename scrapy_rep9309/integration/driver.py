@@ -527,13 +527,38 @@ class OriginDriver:
         self._carry_out(origin, machine, machine.timer(timer, time.time()))
 
     async def _load(self, origin: Origin, machine: OriginMachine) -> None:
-        stored = await self.store.load(str(origin))
+        load_or_lease = getattr(self.store, "load_or_lease", None) if self.shared else None
+        lease: bool | None = None
+        if load_or_lease is not None:
+            stored, lease = await load_or_lease(str(origin), self._owner, self._lease_ttl)
+        else:
+            stored = await self.store.load(str(origin))
         record, version = (None, None) if stored is None else (stored.record, stored.version)
         if record is not None and record.answered:
             report = self.accounting.report(origin)
             if report.status is None:  # fetched earlier: a resumed crawl, or a peer
                 report.outcome, report.status = record.outcome, record.status
-        self._carry_out(origin, machine, machine.loaded(record, version, time.time()))
+        actions = machine.loaded(record, version, time.time())
+        if lease is None:
+            self._carry_out(origin, machine, actions)
+        else:
+            self._carry_out_with_lease(origin, machine, actions, lease)
+
+    def _carry_out_with_lease(
+        self, origin: Origin, machine: OriginMachine, actions: list[Action], granted: bool
+    ) -> None:
+        """Fleet: the store answered the lease with the load (there was no record), so
+        the machine's ACQUIRE_LEASE is answered at once; a lease it did not ask for
+        (our own copy put it in backoff, say) is given back."""
+        for index, action in enumerate(actions):
+            if action.effect is Effect.ACQUIRE_LEASE:
+                self._carry_out(origin, machine, actions[:index])
+                self._leased(origin, machine, granted)
+                self._carry_out(origin, machine, actions[index + 1 :])
+                return
+        self._carry_out(origin, machine, actions)
+        if granted:
+            self._spawn(self.store.release_lease(str(origin), self._owner))
 
     async def _acquire_lease(self, origin: Origin, machine: OriginMachine) -> None:
         if self._closing():
@@ -541,6 +566,9 @@ class OriginDriver:
         granted = await self.store.acquire_lease(str(origin), self._owner, self._lease_ttl)
         if granted and self.shared and await self._answered_meanwhile(origin, machine):
             return
+        self._leased(origin, machine, granted)
+
+    def _leased(self, origin: Origin, machine: OriginMachine, granted: bool) -> None:
         self._carry_out(origin, machine, machine.leased(granted, time.time()))
         if granted and machine.state is State.FETCHING and origin not in self._fetching:
             # Closing began: no fetch starts, so the lease goes back at once.

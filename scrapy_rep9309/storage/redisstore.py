@@ -140,6 +140,24 @@ if size > tonumber(ARGV[1]) then return {version, size} end
 return {version, size, redis.call('HGET', KEYS[1], 'd')}
 """
 
+# KEYS: record, lease. ARGV: size limit, owner, ttl ms. _LOAD's answer when there is a
+# record; otherwise the fetch lease is taken (or renewed, if ours already) in the same
+# call: {'', 1} granted, {'', 0} someone else has it.
+_LOAD_OR_LEASE = """
+local version = redis.call('HGET', KEYS[1], 'v')
+if version then
+  local size = redis.call('HSTRLEN', KEYS[1], 'd')
+  if size > tonumber(ARGV[1]) then return {version, size} end
+  return {version, size, redis.call('HGET', KEYS[1], 'd')}
+end
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {'', 1} end
+if redis.call('GET', KEYS[2]) == ARGV[2] then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return {'', 1}
+end
+return {'', 0}
+"""
+
 # KEYS: record. ARGV: version. Deletes the record only if it is still that version.
 _DROP = """
 if redis.call('HGET', KEYS[1], 'v') == ARGV[1] then redis.call('DEL', KEYS[1]) end
@@ -375,6 +393,7 @@ class RedisOriginStore:
             for name, source in (
                 ("save", _SAVE),
                 ("load", _LOAD),
+                ("load_or_lease", _LOAD_OR_LEASE),
                 ("drop", _DROP),
                 ("renew", _RENEW),
                 ("release", _RELEASE),
@@ -623,6 +642,30 @@ class RedisOriginStore:
         answer = await self._call(
             lambda: self._evalsha("load", [self._key("record", key)], [limit])
         )
+        return await self._stored_record(key, answer, limit)
+
+    async def load_or_lease(
+        self, key: str, owner: str, ttl: float
+    ) -> tuple[StoredRecord | None, bool | None]:
+        """``load``, and when Redis has no record, ``acquire_lease`` in the same script:
+        ``(record, None)``, or ``(None, granted)``. A new origin costs one round trip
+        before its fetch instead of three (load, lease, load again in case a peer
+        stored the answer in between: taken with the look, the lease needs no second
+        look)."""
+        limit = self._max_size + HEADER_LIMIT
+        answer = await self._call(
+            lambda: self._evalsha(
+                "load_or_lease",
+                [self._key("record", key), self._key("lease", key)],
+                [limit, owner, _ms(ttl)],
+            )
+        )
+        if answer and answer[0] == b"":
+            return None, bool(answer[1])
+        return await self._stored_record(key, answer, limit), None
+
+    async def _stored_record(self, key: str, answer: Any, limit: int) -> StoredRecord | None:
+        """The record of a load script's answer; an unreadable one is dropped (WARNING)."""
         if not answer:
             return None
         version = int(answer[0])
