@@ -64,6 +64,9 @@ WAIT_POLL_INTERVAL = 1.0
 IGNORED_STAT = "robotstxt/ignored"
 #: Seconds between two looks for requests held by fleet processes that are gone.
 ORPHAN_SWEEP_INTERVAL = 2.0
+#: Fleet: seconds at most a request held while its origin's record is being loaded waits
+#: for the load's answer before its copy is written to the store anyway.
+UNWRITTEN_COPY_LIMIT = 0.5
 #: Seconds a fleet process waits at close for the store to take back its leftovers.
 CLOSE_STORE_TIMEOUT = 5.0
 #: Fleet stats: requests held by other processes that this one released, requests of
@@ -130,6 +133,9 @@ class OriginDriver:
         self._peeks: dict[Origin, list[Deferred[None]]] = {}
         #: Fleet: requests of each origin waiting for their write to the store to start.
         self._unsent_holds: dict[Origin, list[HeldRequest]] = {}
+        #: Fleet: requests held while their origin's record is being loaded, not written
+        #: to the store yet: if the store has a usable record they go on from memory.
+        self._unwritten_copies: dict[Origin, list[HeldRequest]] = {}
 
     # -- queries (the per-request path) ---------------------------------------------
 
@@ -137,6 +143,11 @@ class OriginDriver:
         """The copy that decides ``origin``'s requests now, if there is one."""
         machine = self.machines.get(origin)
         return None if machine is None else machine.usable(time.time())
+
+    def unknown(self, origin: Origin) -> bool:
+        """Whether nothing was asked about ``origin`` yet (no machine, or a new one)."""
+        machine = self.machines.get(origin)
+        return machine is None or machine.state is State.NEW
 
     def decisive(self, origin: Origin, request: Request) -> OriginRecord | None:
         """The newest usable copy for a request about to be downloaded.
@@ -543,6 +554,8 @@ class OriginDriver:
             self._carry_out(origin, machine, actions)
         else:
             self._carry_out_with_lease(origin, machine, actions, lease)
+        if self.shared:  # those the answer did not release must wait: copies written now
+            self._write_unwritten_copies(origin)
 
     def _carry_out_with_lease(
         self, origin: Origin, machine: OriginMachine, actions: list[Action], granted: bool
@@ -729,7 +742,10 @@ class OriginDriver:
     def _release(self, origin: Origin, action: Action) -> None:
         self._wake(action.held, True)
         if self.shared:
-            self._in_order(origin, self._release_shared(origin, action))
+            unwritten = self._take_unwritten(origin, action.held)
+            self._send_released(origin, unwritten, action.record)
+            if any(entry.token in self._held for entry in action.held):
+                self._in_order(origin, self._release_shared(origin, action))
         else:
             self._send_released(origin, self._take(origin, action.held), action.record)
 
@@ -779,7 +795,9 @@ class OriginDriver:
     def _expire(self, origin: Origin, action: Action) -> None:
         self._wake(action.held, False)
         if self.shared:
-            self._in_order(origin, self._expire_shared(origin, action))
+            self._send_expired(origin, self._take_unwritten(origin, action.held))
+            if any(entry.token in self._held for entry in action.held):
+                self._in_order(origin, self._expire_shared(origin, action))
         else:
             self._send_expired(origin, self._take(origin, action.held))
 
@@ -833,9 +851,56 @@ class OriginDriver:
             if item is None or entry.token in self._stored:
                 continue
             if self.shared:
-                self._copy_to_shared_store(origin, item[1])
+                self._copy_to_shared_store_after_load(origin, item[1])
             else:
                 self._in_order(origin, self._store_hold(origin, item[1]))
+
+    def _copy_to_shared_store_after_load(self, origin: Origin, held: HeldRequest) -> None:
+        """Fleet: a request held while its origin's record is being loaded is written to
+        the store only if the answer does not release it (a peer may have stored a
+        usable record: then it goes on from memory, neither written nor taken back),
+        and at the latest UNWRITTEN_COPY_LIMIT seconds later. Written copies are what a
+        process killed meanwhile leaves to the others; the load is one round trip."""
+        machine = self.machines.get(origin)
+        if machine is None or machine.state is not State.LOADING:
+            self._copy_to_shared_store(origin, held)
+            return
+        unwritten = self._unwritten_copies.get(origin)
+        if unwritten is None:
+            unwritten = self._unwritten_copies[origin] = []
+            self._timers.schedule(
+                (origin, "unwritten-copies"),
+                UNWRITTEN_COPY_LIMIT,
+                self._write_unwritten_copies,
+                origin,
+            )
+        unwritten.append(held)
+
+    def _write_unwritten_copies(self, origin: Origin) -> None:
+        self._timers.cancel((origin, "unwritten-copies"))
+        for held in self._unwritten_copies.pop(origin, ()):
+            if held.token in self._held and held.token not in self._stored:
+                self._copy_to_shared_store(origin, held)
+
+    def _take_unwritten(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
+        """Fleet: the requests behind ``held`` that have no copy in the store: they are
+        released or expired from memory, without a store call."""
+        unwritten = self._unwritten_copies.get(origin)
+        if not unwritten:
+            return []
+        tokens = {entry.token for entry in held}
+        taken = [item for item in unwritten if item.token in tokens]
+        if not taken:
+            return []
+        remaining = [item for item in unwritten if item.token not in tokens]
+        if remaining:
+            self._unwritten_copies[origin] = remaining
+        else:
+            del self._unwritten_copies[origin]
+            self._timers.cancel((origin, "unwritten-copies"))
+        for item in taken:
+            self._held.pop(item.token, None)
+        return taken
 
     def _copy_to_shared_store(self, origin: Origin, held: HeldRequest) -> None:
         """Fleet: requests of an origin held while an earlier write of its requests runs
