@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -272,6 +272,13 @@ def test_record_encoding_round_trip_and_failure_cut() -> None:
     assert decode_record(encode_record(record)) == record
     long_failure = _record(last_failure="x" * 5000)
     assert len(decode_record(encode_record(long_failure)).last_failure or "") == 1000
+
+
+def test_record_encoding_keeps_the_final_url_of_a_redirect_when_it_fits() -> None:
+    redirected = replace(_record(b"User-agent: *\n"), redirected_to="https://www.a.com/robots.txt")
+    assert decode_record(encode_record(redirected)) == redirected
+    too_long = replace(redirected, redirected_to="https://a.com/" + "x" * 5000)
+    assert decode_record(encode_record(too_long)).redirected_to is None
 
 
 def test_passwords_never_reach_the_logs() -> None:

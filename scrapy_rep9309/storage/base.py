@@ -67,7 +67,7 @@ ChangeCallback = Callable[[str], None]
 
 
 class OriginStore(Protocol):
-    """The interface ``REP9309_STORE`` classes implement (see the README, "Stores").
+    """The interface ``REP9309_STORE`` classes implement (see docs/how-it-works.md, "Stores").
 
     Keys are origins as strings: ``"https://a.com"``, ``"http://a.com:8080"``.
     """

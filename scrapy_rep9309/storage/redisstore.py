@@ -76,6 +76,9 @@ DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_PREFIX = "rep9309"
 #: Bytes a record's header (its JSON) may take besides the body.
 HEADER_LIMIT = 4096
+#: A longer final URL of a redirected robots.txt is not shared (the header must fit):
+#: a spider's robots.txt request then gets its own URL as ``response.url``.
+REDIRECT_LIMIT = 2048
 #: Characters of a failure description kept in a record (the rest is cut).
 FAILURE_LIMIT = 1000
 #: Seconds between heartbeats; each also checks the generation and writes what waits.
@@ -958,6 +961,8 @@ def encode_record(record: OriginRecord) -> bytes:
         if record.last_failure is None
         else record.last_failure[:FAILURE_LIMIT],
     }
+    if record.redirected_to is not None and len(record.redirected_to) <= REDIRECT_LIMIT:
+        header["redirected_to"] = record.redirected_to
     return json.dumps(header, separators=(",", ":")).encode() + b"\n" + record.body
 
 
@@ -979,6 +984,9 @@ def decode_record(data: bytes) -> OriginRecord:
         raise ValueError("failures is not a count")
     if failure is not None and not isinstance(failure, str):
         raise ValueError("last failure is not a string")
+    redirected_to = header.get("redirected_to")
+    if redirected_to is not None and not isinstance(redirected_to, str):
+        raise ValueError("redirect target is not a string")
     return OriginRecord(
         outcome=header["outcome"],
         status=status,
@@ -988,6 +996,7 @@ def decode_record(data: bytes) -> OriginRecord:
         failures=failures,
         retry_at=float(numbers[2]),
         last_failure=failure,
+        redirected_to=redirected_to,
     )
 
 
