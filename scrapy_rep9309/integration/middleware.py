@@ -153,6 +153,12 @@ class RobotsTxtMiddleware:
             return
         if request in driver.released or self._dropped_as_offsite(request):
             return
+        if driver.shared and not request.meta.get(REQUEUED_META) and driver.unknown(origin):
+            # Fleet: an origin this process knows nothing of goes to the shared queue and
+            # is decided at download time (``peek``): a peer may have its record already,
+            # and a queue that is not empty keeps the engine from taking in every start
+            # URL while the first records load (each held, then released in a burst).
+            return
         driver.hold(origin, request)
         raise IgnoreRequest(f"Held until the robots.txt of {origin} is known")
 
