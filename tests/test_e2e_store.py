@@ -97,6 +97,39 @@ async def test_a_store_that_waits_changes_timing_not_decisions(servers: ServerPo
     assert isinstance(middleware.store, SlowStore)
 
 
+class CountingMemoryStore(MemoryStore):
+    """The default store, counting the calls that give it copies of held requests."""
+
+    holds = 0
+    takes = 0
+
+    async def hold(self, key: str, held: HeldRequest) -> None:
+        type(self).holds += 1
+        await super().hold(key, held)
+
+    async def take_held(
+        self, key: str, tokens: Sequence[Hashable] | None = None
+    ) -> list[HeldRequest]:
+        type(self).takes += 1
+        return await super().take_held(key, tokens)
+
+
+@deferred_f_from_coro_f
+async def test_the_memory_store_gets_no_copy_of_held_requests(servers: ServerPool) -> None:
+    """keeps_held_requests = False reaches the driver through the wrapper that waits out
+    store outages: in one process the driver's own copy is the only one read."""
+    site = servers.add(rules(PRIVATE, delay=0.2))
+    CountingMemoryStore.holds = CountingMemoryStore.takes = 0
+    store = f"{__name__}.{CountingMemoryStore.__name__}"
+
+    result = await run_crawl(site.urls(["/a", "/b", "/private/c"]), {"REP9309_STORE": store})
+
+    assert result.urls == {site.url("/a"), site.url("/b")}
+    assert result.forbidden_urls == {site.url("/private/c")}
+    assert result.stat("robotstxt/deferred") == result.stat("robotstxt/deferred/released") == 3
+    assert (CountingMemoryStore.holds, CountingMemoryStore.takes) == (0, 0)
+
+
 class _Spider(Spider):
     name = "codec"
 

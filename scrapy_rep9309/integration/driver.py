@@ -641,7 +641,8 @@ class OriginDriver:
         if record is not None and record.answered and not record.failures:
             self.stats.inc_value("robotstxt/refreshed")
         self._fetching.add(origin)
-        self._schedule_lease_renewal(origin)
+        if self.shared:  # a lease only others could take over needs no renewal
+            self._schedule_lease_renewal(origin)
         self._spawn(self._fetch(origin, machine))
 
     async def _fetch(self, origin: Origin, machine: OriginMachine) -> None:

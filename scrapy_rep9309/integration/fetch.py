@@ -66,7 +66,24 @@ class _SizeBudget:
 
 
 class _SizeLimiter:
-    """One ``bytes_received`` receiver per crawler; stops robots.txt downloads past the limit."""
+    """The ``bytes_received`` receiver of one crawler; stops robots.txt downloads past the
+    limit. Connected only while robots.txt downloads run: Scrapy calls every receiver for
+    every chunk of every page, and most of a crawl downloads no robots.txt."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self._signals = crawler.signals
+        self._downloads = 0
+
+    def begin(self) -> None:
+        if self._downloads == 0:
+            # A bound method: Scrapy logs the receiver's __qualname__ when it stops a download.
+            self._signals.connect(self.bytes_received, signal=signals.bytes_received)
+        self._downloads += 1
+
+    def end(self) -> None:
+        self._downloads -= 1
+        if self._downloads == 0:
+            self._signals.disconnect(self.bytes_received, signal=signals.bytes_received)
 
     def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
         budget = request.meta.get(SIZE_BUDGET_META)
@@ -80,12 +97,11 @@ class _SizeLimiter:
 _limiters: weakref.WeakKeyDictionary[Crawler, _SizeLimiter] = weakref.WeakKeyDictionary()
 
 
-def _ensure_size_limiter(crawler: Crawler) -> None:
-    if crawler not in _limiters:
-        limiter = _SizeLimiter()
-        _limiters[crawler] = limiter
-        # A bound method: Scrapy logs the receiver's __qualname__ when it stops a download.
-        crawler.signals.connect(limiter.bytes_received, signal=signals.bytes_received)
+def _size_limiter(crawler: Crawler) -> _SizeLimiter:
+    limiter = _limiters.get(crawler)
+    if limiter is None:
+        limiter = _limiters[crawler] = _SizeLimiter(crawler)
+    return limiter
 
 
 def robots_request(
@@ -139,7 +155,7 @@ async def fetch_robots_txt(
     network errors or odd responses: every failure is a classified ``FetchResult``.
     Counts the ``robotstxt/*`` fetch stats.
     """
-    _ensure_size_limiter(crawler)
+    limiter = _size_limiter(crawler)
     stats = crawler.stats
     assert stats is not None
     url = origin.robots_url
@@ -155,6 +171,7 @@ async def fetch_robots_txt(
             timeout=settings.fetch_timeout,
         )
         stats.inc_value("robotstxt/request_count")
+        limiter.begin()
         try:
             response = await download(crawler, request)
         except IgnoreRequest as exc:
@@ -166,6 +183,8 @@ async def fetch_robots_txt(
             stats.inc_value(f"robotstxt/exception_count/{error}")
             logger.debug("robots.txt %s failed: %s (%s)", url, error, exc)
             return _count(crawler, failed(origin, url, tuple(redirects), error))
+        finally:
+            limiter.end()
         stats.inc_value("robotstxt/response_count")
         stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         target = redirect_target(response.url, response.status, response.headers.get(b"Location"))

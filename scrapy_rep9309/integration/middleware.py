@@ -139,16 +139,19 @@ class RobotsTxtMiddleware:
     def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
         """Hold the request (raising IgnoreRequest keeps it out of the scheduler) if its
         origin has no usable copy; let it through otherwise."""
-        if self._closed or _skipped(request) or request.meta.get(EXPIRED_META):
+        if self._closed:
+            return
+        meta = request.meta
+        if meta.get("dont_obey_robotstxt") or meta.get(EXPIRED_META):
             return
         origin = _origin_key(request)
-        if origin is None:  # counted in process_request
+        if origin is None:  # not http(s): never decided; an invalid one: process_request
             return
-        request.meta[SCHEDULED_META] = True
+        meta[SCHEDULED_META] = True
         driver = self.driver
         record = driver.usable(origin)
         if record is not None:
-            if request.meta.get(REQUEUED_META):
+            if meta.get(REQUEUED_META):
                 driver.released.setdefault(request, record)
             return
         if request in driver.released or self._dropped_as_offsite(request):
@@ -308,23 +311,26 @@ class RobotsTxtMiddleware:
     async def process_request(
         self, request: Request, spider: Spider | None = None
     ) -> Request | Response | None:
-        if _skipped(request):
+        parts = urlparse_cached(request)
+        meta = request.meta
+        if parts.scheme not in _SCHEMES or meta.get("dont_obey_robotstxt"):
             return None
-        expired = request.meta.get(EXPIRED_META)
+        expired = meta.get(EXPIRED_META)
         if expired:
             raise IgnoreRequest(expired)
-        origin = _origin_key(request)
+        origin = origin_of_netloc(parts.scheme, parts.netloc)
         if origin is None:
             self.stats.inc_value("robotstxt/invalid_origin")
-            request.meta.pop(CONTENT_USAGE_META, None)  # no decision, so no preferences
+            meta.pop(CONTENT_USAGE_META, None)  # no decision, so no preferences
             return None
-        record = self.driver.decisive(origin, request)
-        if record is None and self.driver.shared:
-            record = await self.driver.peek(origin)
+        driver = self.driver
+        record = driver.decisive(origin, request)
+        if record is None and driver.shared:
+            record = await driver.peek(origin)
         if record is None:
-            if request.meta.get(SCHEDULED_META) and _requeues(request) < MAX_REQUEUES:
+            if meta.get(SCHEDULED_META) and _requeues(request) < MAX_REQUEUES:
                 return self._requeue(request)
-            record = await self.driver.wait(origin, request)
+            record = await driver.wait(origin, request)
         self._decide(origin, record, request)
         if request.url.endswith(_ROBOTS_TXT_END) and _asks_for_robots_txt(request):
             return self._robots_copy(origin, record, request)
@@ -378,9 +384,11 @@ class RobotsTxtMiddleware:
         """Combine the robots.txt preferences ``_decide`` left on the request with the
         response's ``Content-Usage`` header, the most restrictive way, and count them."""
         robots = request.meta.get(CONTENT_USAGE_META)
-        if robots is None or _skipped(request):
+        if robots is None:
             return response
         header = response.headers.getlist(b"Content-Usage")
+        if (not header and not robots) or _skipped(request):  # the first: nothing to add
+            return response
         preferences = combine_statements(robots, header_preferences(header)) if header else robots
         if preferences:
             request.meta[CONTENT_USAGE_META] = preferences

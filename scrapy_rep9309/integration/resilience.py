@@ -55,6 +55,11 @@ class PatientStore:
         """Whether other processes use the same store (see ``SharedOriginStore``)."""
         return bool(getattr(self.inner, "shared", False))
 
+    @property
+    def keeps_held_requests(self) -> bool:
+        """Whether the store wants a copy of held requests (the memory store does not)."""
+        return bool(getattr(self.inner, "keeps_held_requests", True))
+
     async def open(self, codec: RequestCodec, on_change: ChangeCallback) -> None:
         await self.inner.open(codec, on_change)
 
