@@ -157,13 +157,38 @@ def _spellings(key: bytes) -> Iterator[bytes]:
         yield from (cased, cased + b" ", b" " + cased, b" " + cased + b" ", cased + b"\t")
 
 
-_KINDS = ("user_agent", "allow", "disallow", "sitemap", "crawl_delay")
+#: The kinds :func:`fast_record` tells, by number.
+KINDS = ("user_agent", "allow", "disallow", "sitemap", "crawl_delay")
 #: Key as found before the colon (common spellings, and all lower-case ones) -> kind index.
-_KIND_OF_KEY: dict[bytes, int] = {
-    spelling: _KINDS.index(kind)
-    for key, kind in _EXACT_KEYS.items()
-    for spelling in _spellings(key)
+KIND_OF_KEY: dict[bytes, int] = {
+    spelling: KINDS.index(kind) for key, kind in _EXACT_KEYS.items() for spelling in _spellings(key)
 }
+#: Finds, in lower-cased text, every line that may hold a rule record (``Allow`` and
+#: ``Disallow`` in all their spellings, ``Content-Usage``): its key is in the line.
+RULE_KEY = re.compile(
+    b"|".join(
+        [re.escape(key) for key, kind in _KEY_PREFIXES if kind in ("allow", "disallow")]
+        + [re.escape(_CONTENT_USAGE_KEY)]
+    )
+)
+
+
+def fast_record(line: bytes) -> tuple[int, bytes] | None:
+    """``(kind number in KINDS, value)`` of a ``key: value`` line whose key is a known one
+    as commonly written (the tokenizer's fast path, which most lines take); ``None`` for
+    any other line, which :func:`classify` must read.
+    """
+    key, colon, value = line.partition(b":")
+    if not colon:
+        return None
+    kind = KIND_OF_KEY.get(key)
+    if kind is None:
+        kind = KIND_OF_KEY.get(key.lower())
+        if kind is None:
+            return None
+    if _HASH in value:
+        value = value[: value.index(_HASH)]
+    return kind, value.strip()
 
 
 def prepare(body: bytes, max_size: int = MIN_MAX_SIZE) -> bytes:
@@ -226,7 +251,7 @@ def tokenize_lines(lines: list[bytes], handler: RobotsTxtHandler, first_line_no:
         handler.crawl_delay,
     )
     unknown = handler.unknown
-    kind_of_key = _KIND_OF_KEY
+    kind_of_key = KIND_OF_KEY
     for line_no, line in enumerate(lines, first_line_no):
         # Fast path, taken by most lines: "key: value" with a known key (which holds no "#").
         key, colon, value = line.partition(b":")
