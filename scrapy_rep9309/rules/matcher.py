@@ -221,7 +221,9 @@ class _Bucket:
         self.needles: tuple[str, ...] = ()
         if wild:
             wild.sort(key=_KEY, reverse=True)
-            self.screen += tuple(map(_FIRST_PIECE, wild))
+            # First: a wildcard rule's first piece is often "/", which every path starts
+            # with, and ``str.startswith`` stops at the first prefix that matches.
+            self.screen = tuple(map(_FIRST_PIECE, wild)) + self.screen
             self.wild = tuple(wild)
             self.needles = tuple(map(_NEEDLE, wild))
 
@@ -237,9 +239,14 @@ class _Bucket:
                     if best is None or key > best:
                         best = key
                     break
-        if not self.wild:
+        # Most paths hold no rule's longest piece: a plain loop tells at once (building
+        # the iterators below would cost more than the loop).
+        for needle in self.needles:
+            if needle in path:
+                break
+        else:
             return best
-        # Only rules whose longest piece occurs in the path, picked at C speed, in order.
+        # Only rules whose longest piece occurs in the path, in order.
         for rule in compress(self.wild, map(contains, repeat(path), self.needles)):
             if best is not None and rule.key <= best:
                 break
