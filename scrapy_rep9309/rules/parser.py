@@ -228,12 +228,11 @@ def classify(line: bytes) -> tuple[str, bytes] | None:
 
 def line_number_at(data: bytes, offset: int) -> int:
     """1-based number of the line starting at ``offset`` (CR, LF and CRLF end one line each)."""
-    return (
-        data.count(b"\n", 0, offset)
-        + data.count(b"\r", 0, offset)
-        - data.count(b"\r\n", 0, offset)
-        + 1
-    )
+    carriage_returns = data.count(b"\r", 0, offset)
+    line_feeds = data.count(b"\n", 0, offset)
+    if not carriage_returns:  # most files
+        return line_feeds + 1
+    return line_feeds + carriage_returns - data.count(b"\r\n", 0, offset) + 1
 
 
 def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZE) -> None:
