@@ -254,6 +254,35 @@ class _Bucket:
             self._wild_rules = [None] * len(wild)
 
     @classmethod
+    def of_plain(cls, allows: dict[int, bytes], disallows: dict[int, bytes]) -> _Bucket | None:
+        """The bucket of rules that are all plain, normalised, non-empty prefixes with no
+        index page (most small rule sets), built in a few C-level calls; else ``None``.
+
+        The same dict as the general compilation's: disallows first so that an allow of
+        the same prefix replaces one, each table in reverse line order so that the
+        earliest of identical rules is kept.
+        """
+        values = [*allows.values(), *disallows.values()]
+        blob = b"\n".join(values)
+        if (
+            # Only the joining newlines are not kept as is (a value may hold one, if not
+            # read from a file: then there are more).
+            len(blob.translate(None, _KEPT_OCTETS)) != len(values) - 1
+            or b"" in values
+            or b"/index.htm" in blob
+        ):
+            return None
+        prefixes = blob.decode("ascii").split("\n")
+        signed_lines = [*allows, *map(neg, disallows)]
+        bucket = cls.__new__(cls)
+        bucket.plain = plain = dict(zip(reversed(prefixes), reversed(signed_lines), strict=True))
+        bucket.plain_firsts = bucket.screen = plain_firsts = tuple(plain)
+        bucket.lengths = tuple(sorted(set(map(len, plain_firsts)), reverse=True))
+        bucket.wild = bucket.needles = bucket.wild_keys = ()
+        bucket._wild_rules = []
+        return bucket
+
+    @classmethod
     def of_prefix(cls, prefix: str, signed_line: int) -> _Bucket:
         """The bucket of one plain, normalised prefix, built directly."""
         bucket = cls.__new__(cls)
@@ -332,9 +361,12 @@ class RuleSet:
         if len(allows) + len(disallows) <= SMALL_RULE_SET:
             self.screen = ()
             if allows or disallows:
-                pending = _Pending(list(allows), list(disallows), None)
-                self._short = _Bucket(pending, allows, disallows)
-                self.screen = self._short.screen
+                short = _Bucket.of_plain(allows, disallows)
+                if short is None:
+                    pending = _Pending(list(allows), list(disallows), None)
+                    short = _Bucket(pending, allows, disallows)
+                self._short = short
+                self.screen = short.screen
             return
         # File lines by the first octets of their values, one C-level append each (in
         # the order of the tables: line order, as a bucket expects).

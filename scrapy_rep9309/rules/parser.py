@@ -199,7 +199,7 @@ def prepare(body: bytes, max_size: int = MIN_MAX_SIZE) -> bytes:
 def split_lines(data: bytes) -> list[bytes]:
     """Split on CR, LF and CRLF (one line each) and cut lines to :data:`MAX_LINE_OCTETS`."""
     lines = data.splitlines()
-    if len(data) > MAX_LINE_OCTETS:
+    if len(data) > MAX_LINE_OCTETS and max(map(len, lines)) > MAX_LINE_OCTETS:
         lines = [line[:MAX_LINE_OCTETS] for line in lines]
     return lines
 
