@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from itertools import compress, repeat
+from itertools import compress, count, repeat
 
 from scrapy_rep9309.rules.parser import (
+    CLASSIFIED_PREFIXES,
     KIND_OF_KEY,
     KINDS,
     MAX_LINE_OCTETS,
@@ -82,10 +83,10 @@ class GroupIndex:
             follows = _NOT_TOKEN
         named = [
             bisect_right(self._first_agents, position) - 1
-            for position in compress(range(len(agents)), starting)
+            for position in compress(count(), starting)
             if len(agents[position]) == size or agents[position][size] in follows
         ]
-        return list(dict.fromkeys(named))
+        return named if len(named) < 2 else list(dict.fromkeys(named))
 
     def _bounds(self, index: int) -> tuple[int, int]:
         """Where group ``index`` starts and ends in the body."""
@@ -243,8 +244,19 @@ def _collect(
                         value = value[: value.index(35)]
                     table[line_no] = value.strip()
                 continue
-        elif not line:
-            continue
+            # Skipped as tokenize_lines skips them, without a call: a comment (a "#"
+            # with nothing before it), an unknown key that no known one starts.
+            if 35 in key:
+                if not key[: key.index(35)].strip():
+                    continue
+            elif not key.lower().lstrip().startswith(CLASSIFIED_PREFIXES):
+                continue
+        else:  # the common colon-less lines (comments, blank lines, prose) likewise
+            uncommented = line.partition(b"#")[0]
+            if len(uncommented.split(None, 2)) != 2 and not (
+                b"\x0b" in uncommented or b"\x0c" in uncommented
+            ):
+                continue
         if collector is None:
             collector = _RuleCollector(allows, disallows, crawl_delays)
         tokenize_lines([line], collector, line_no)

@@ -84,7 +84,7 @@ _ALL_PREFIXES = tuple(_EXACT_KEYS)
 _EXACT_ONLY_KEYS: dict[bytes, str] = {b"content-signal": "content_signal", b"license": "license"}
 _CONTENT_USAGE_KEY = b"content-usage"
 #: Keys that an unknown-looking key may turn out to be once classified.
-_CLASSIFIED_PREFIXES = (*_ALL_PREFIXES, *_EXACT_ONLY_KEYS, _CONTENT_USAGE_KEY)
+CLASSIFIED_PREFIXES = (*_ALL_PREFIXES, *_EXACT_ONLY_KEYS, _CONTENT_USAGE_KEY)
 #: draft-ietf-aipref-attach, "Processing Content-Usage Rules": SP and HTAB (only) are
 #: ignored around the label and the colon; the rule value runs to the first "#".
 _CONTENT_USAGE_LINE = re.compile(rb"[ \t]*content-usage[ \t]*:[ \t]*([^#]*)", re.IGNORECASE)
@@ -267,7 +267,7 @@ def tokenize_lines(lines: list[bytes], handler: RobotsTxtHandler, first_line_no:
             # (comment before the colon, key merely starting with a known one, a
             # record the fast path leaves to ``classify``).
             if unknown is None and _HASH not in key:
-                if not key.lower().lstrip().startswith(_CLASSIFIED_PREFIXES):
+                if not key.lower().lstrip().startswith(CLASSIFIED_PREFIXES):
                     continue
         else:
             # Most colon-less lines are HTML or prose: reject them cheaply. Two words
