@@ -282,6 +282,17 @@ class _Bucket:
         bucket._wild_rules = []
         return bucket
 
+    @classmethod
+    def of_prefix(cls, prefix: str, signed_line: int) -> _Bucket:
+        """The bucket of one plain, normalised prefix, built directly."""
+        bucket = cls.__new__(cls)
+        bucket.plain = {prefix: signed_line}
+        bucket.plain_firsts = bucket.screen = (prefix,)
+        bucket.lengths = (len(prefix),)
+        bucket.wild = bucket.needles = bucket.wild_keys = ()
+        bucket._wild_rules = []
+        return bucket
+
     def best(self, path: str, best: MatchKey | None) -> MatchKey | None:
         """Return the best of ``best`` and this bucket's rules matching ``path``."""
         if path.startswith(self.plain_firsts):
@@ -399,10 +410,16 @@ class RuleSet:
             allows.pop(octets, []), disallows.pop(octets, []), index_pages.pop(octets, [])
         )
         bucket = None
-        if not pending.index_pages:  # most often: plain prefixes only, often just one
-            allow_values = {line: self._allows[line] for line in pending.allows}
-            disallow_values = {line: self._disallows[line] for line in pending.disallows}
-            bucket = _Bucket.of_plain(allow_values, disallow_values)
+        if len(pending.allows) + len(pending.disallows) == 1 and not pending.index_pages:
+            # Most buckets of a large rule set hold one rule, most often a plain prefix.
+            sign, lines, table = (
+                (1, pending.allows, self._allows)
+                if pending.allows
+                else (-1, pending.disallows, self._disallows)
+            )
+            value = table[lines[0]]
+            if value and not value.translate(None, _KEPT_OCTETS):  # plain and normalised
+                bucket = _Bucket.of_prefix(value.decode("ascii"), sign * lines[0])
         if bucket is None:
             bucket = _Bucket(pending, self._allows, self._disallows)
         self._buckets[key] = bucket
