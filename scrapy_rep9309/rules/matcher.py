@@ -458,22 +458,13 @@ class RuleSet:
             return True
         clean = clean_http_url(url)
         path = clean[1] if clean is not None else normalised_path(url)
-        if path == ROBOTS_TXT_PATH:
+        # Most paths match no rule: answer those here, without a call (see ``screen``).
+        if not path.startswith(self.screen) or path == ROBOTS_TXT_PATH:
             return True
         if self._filed:
             match = self.decide(path)
         else:  # one bucket holds every rule (a small set): ask it directly
-            short: _Bucket = self._short  # type: ignore[assignment]
-            # Most paths match no rule: answer those here, without a call. The bucket's
-            # own tests are sharper than ``screen``, whose wildcard rules' first pieces
-            # are often "/": no plain prefix starts the path and no needle is in it.
-            if not path.startswith(short.plain_firsts):
-                for needle in short.needles:
-                    if needle in path:
-                        break
-                else:
-                    return True
-            match = short.best(path, None)
+            match = self._short.best(path, None)  # type: ignore[union-attr]
         return match is None or match[1]
 
 
