@@ -1,7 +1,9 @@
-"""What README.md documents: stats, settings and request meta keys, read from its sections.
+"""What the documentation says: stats, settings and request meta keys, read from its sections.
 
-Tests compare these with what the middleware really emits and reads, so the
-README cannot silently fall behind the code.
+The documentation is README.md and the pages under docs/ it links to; a ``## title``
+section is looked up in all of them (titles are unique). Tests compare what these
+sections list with what the middleware really emits and reads, so the documentation
+cannot silently fall behind the code.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"
+DOCS = REPO_ROOT / "docs"
 PACKAGE = REPO_ROOT / "scrapy_rep9309"
 
 _CODE = re.compile(r"`([^`]+)`")
@@ -23,13 +26,23 @@ _PLACEHOLDERS = {"status": r"[1-5]\d\d", "label": r"[a-z][a-z0-9-]*", "value": r
 _CLASS_PATH = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
 
 
+def documentation_pages() -> list[Path]:
+    """README.md, then every page under docs/."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
 @cache
 def section(title: str) -> str:
-    """The text of the ``## title`` section, up to the next ``## `` heading."""
-    text = README.read_text(encoding="utf-8")
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-    assert match is not None, f"README.md has no '## {title}' section"
-    return match.group(1)
+    """The text of the ``## title`` section, up to the next ``## `` heading, in whichever
+    documentation page has it."""
+    pattern = re.compile(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", re.M | re.S)
+    found = [
+        match.group(1)
+        for page in documentation_pages()
+        if (match := pattern.search(page.read_text(encoding="utf-8")))
+    ]
+    assert len(found) == 1, f"{len(found)} documentation pages have a '## {title}' section"
+    return found[0]
 
 
 def code_spans(title: str) -> set[str]:

@@ -1,8 +1,8 @@
-"""The README's transition table, rendered from ``policy.machine.TRANSITIONS``.
+"""The transition table of docs/how-it-works.md, rendered from ``policy.machine.TRANSITIONS``.
 
 Rows with the same event, next state and effects are merged, their states listed
 together; "(same)" means the state does not change. ``tests/test_machine.py`` checks
-that README.md contains exactly this table, so the two cannot drift apart.
+that docs/how-it-works.md contains exactly this table, so the two cannot drift apart.
 """
 
 from __future__ import annotations

@@ -214,8 +214,8 @@ def ours_class() -> type:
     return load_object(OURS)
 
 
-def make_crawler(settings: Mapping[str, Any]) -> Crawler:
-    return Crawler(PlanSpider, dict(settings))
+def make_crawler(settings: Mapping[str, Any], spider_cls: type[Spider] = PlanSpider) -> Crawler:
+    return Crawler(spider_cls, dict(settings))
 
 
 async def start_crawl(crawler: Crawler, **spider_kwargs: Any) -> None:
@@ -231,9 +231,12 @@ async def run_crawl(
     settings: Mapping[str, Any] | None = None,
     *,
     enable: Mapping[str, Any] = OURS_ENABLED,
+    spider_cls: type[Spider] = PlanSpider,
 ) -> CrawlResult:
-    """Crawl ``plan`` with FAST_SETTINGS + ``enable`` + ``settings``; wait for the end."""
-    crawler = make_crawler(crawl_settings(enable, settings or {}))
+    """Crawl ``plan`` with FAST_SETTINGS + ``enable`` + ``settings``; wait for the end.
+
+    ``spider_cls`` (PlanSpider by default) is created with ``plan`` and ``result``."""
+    crawler = make_crawler(crawl_settings(enable, settings or {}), spider_cls)
     result = CrawlResult(started=time.monotonic())
     _connect_recorders(crawler, result)
     handler = _ListHandler(result.logs)

@@ -113,8 +113,8 @@ def test_required_usage_keeps_refused_pages_from_being_downloaded() -> None:
     assert server_log(stdout)["press"] == "/robots.txt 200"
 
 
-def test_the_readme_shows_the_demo_pipeline() -> None:
-    """The pipeline README "Usage preferences" documents is the one the demo runs."""
+def test_the_docs_show_the_demo_pipeline() -> None:
+    """The pipeline docs/usage-preferences.md documents is the one the demo runs."""
     source = (SAMPLE_PROJECT / "demo_project" / "pipelines.py").read_text(encoding="utf-8")
     documented = section("Usage preferences")
     start = source.index("class DropRefusedTraining")

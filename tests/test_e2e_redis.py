@@ -127,6 +127,25 @@ async def test_two_crawlers_share_fetches_and_release_each_others_requests(
 
 
 @deferred_f_from_coro_f
+async def test_origins_whose_record_is_in_redis_hold_nothing(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    sites = [servers.add(rules(PRIVATE)) for _ in range(3)]
+    paths = ["/a", "/b", "/private/c"]
+    await run_crawl([site.url("/first") for site in sites], _redis(redis_server))
+
+    later = await run_crawl(
+        [url for site in sites for url in site.urls(paths)], _redis(redis_server)
+    )
+
+    assert later.urls == {site.url(path) for site in sites for path in ("/a", "/b")}
+    assert later.forbidden_urls == {site.url("/private/c") for site in sites}
+    assert [len(site.robots_fetches) for site in sites] == [1, 1, 1], "the peer's records"
+    assert later.stat("robotstxt/deferred") == 0, "decided at download time, never held"
+    assert not redis_server.client().keys("rep9309:held:*")
+
+
+@deferred_f_from_coro_f
 async def test_an_unreadable_record_is_ignored_and_fetched_again(
     servers: ServerPool, redis_server: RedisServer
 ) -> None:

@@ -44,7 +44,7 @@ async def test_every_stat_emitted_is_documented(servers: ServerPool) -> None:
     result = await _crawl_every_outcome(servers)
 
     names = set(result.robotstxt_stats())
-    assert undocumented_stats(names) == set(), "add them to README.md's Stats table"
+    assert undocumented_stats(names) == set(), "add them to the Stats table (docs/reference.md)"
     for name in (
         "robotstxt/request_count",
         "robotstxt/response_count",
@@ -74,7 +74,7 @@ def test_every_stat_in_the_source_is_documented_and_no_other() -> None:
             prefix = name.removesuffix("<...>")
             assert any(row.startswith(prefix + "<") for row in documented), name
         else:
-            assert name in documented, f"{name} is emitted but not in README.md's Stats table"
+            assert name in documented, f"{name} is emitted, not in docs/reference.md Stats"
     for row in documented:
         prefix = row.split("<", 1)[0]
         assert row in in_source or f"{prefix}<...>" in in_source, f"{row} is never emitted"
@@ -83,7 +83,7 @@ def test_every_stat_in_the_source_is_documented_and_no_other() -> None:
 def test_every_setting_read_is_documented() -> None:
     read = setting_names_read(PACKAGE / "integration" / "settings.py")
     assert {"ROBOTSTXT_OBEY", "ROBOTSTXT_USER_AGENT", "REP9309_CACHE_TTL"} <= read
-    assert read - code_spans("Settings") == set(), "document them in README.md's Settings"
+    assert read - code_spans("Settings") == set(), "document them in docs/reference.md's Settings"
 
 
 def test_every_meta_key_read_or_set_is_documented() -> None:
@@ -95,7 +95,7 @@ def test_every_meta_key_read_or_set_is_documented() -> None:
     )
     assert {"dont_obey_robotstxt", "proxy", "rep9309_scheduled", "rep9309_expired"} <= used
     assert used - code_spans("Request meta keys") == set(), (
-        "document them in README.md's Request meta keys"
+        "document them in docs/reference.md's Request meta keys"
     )
 
 

@@ -400,8 +400,8 @@ def test_a_compare_and_set_names_the_version_it_replaces() -> None:
     assert store.effect is Effect.STORE and store.version == 4
 
 
-def test_the_readme_shows_the_whole_table() -> None:
-    readme = (REPO_ROOT / "README.md").read_text()
+def test_how_it_works_shows_the_whole_table() -> None:
+    readme = (REPO_ROOT / "docs" / "how-it-works.md").read_text()
     start = readme.index("<!-- transition table -->\n") + len("<!-- transition table -->\n")
     end = readme.index("<!-- /transition table -->")
     assert readme[start:end] == transition_table(), "regenerate with tests/_transition_table.py"

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -171,6 +171,66 @@ async def test_a_lease_expires_when_its_owner_stops_renewing(fleet: _Fleet) -> N
     assert not await one.renew_lease(KEY, "one", 0.3), "lost"
 
 
+@deferred_f_from_coro_f
+async def test_load_or_lease_takes_the_lease_only_when_there_is_no_record(
+    fleet: _Fleet,
+) -> None:
+    one, two = await fleet.open(), await fleet.open()
+    assert await one.load_or_lease(KEY, "one", 10) == (None, True), "no record: the lease"
+    assert await two.load_or_lease(KEY, "two", 10) == (None, False), "someone else has it"
+    assert await one.load_or_lease(KEY, "one", 10) == (None, True), "ours already: renewed"
+    version = await one.save(KEY, _record(), None)
+    await one.release_lease(KEY, "one")
+
+    stored, lease = await two.load_or_lease(KEY, "two", 10)
+
+    assert stored is not None and (stored.record, stored.version) == (_record(), version)
+    assert lease is None, "a record: no lease asked for"
+    assert not fleet.server.client().exists("rep9309:lease:http://a.com")
+
+
+@deferred_f_from_coro_f
+async def test_calls_asked_for_together_share_one_round_trip(fleet: _Fleet) -> None:
+    one = await fleet.open()
+    keys = [f"http://{n}.com" for n in range(20)]
+    for token, key in enumerate(keys):
+        await one.hold(key, HeldRequest(token, 100.0, f"request {token}"))
+    await one.save(keys[0], _record(), None)
+    await one.load(KEY)  # Redis knows the scripts from now on
+    await one.take_held(KEY)
+    pipelines: list[int] = []
+    send = one._pipeline
+
+    async def counted(commands: list[tuple[Any, ...]]) -> list[Any]:
+        pipelines.append(len(commands))
+        return await send(commands)
+
+    one._pipeline = counted  # type: ignore[method-assign]
+
+    loads = await asyncio.gather(*(one.load(key) for key in keys))
+    taken = await asyncio.gather(*(one.take_held(key) for key in keys))
+
+    assert [stored is not None for stored in loads] == [True] + [False] * 19
+    assert [[held.request for held in batch] for batch in taken] == [
+        [f"request {token}"] for token in range(20)
+    ]
+    assert pipelines == [20, 20], "twenty loads in one round trip, then twenty takes"
+    assert not fleet.server.client().keys("rep9309:held:*")
+
+
+@deferred_f_from_coro_f
+async def test_scripts_are_loaded_again_when_redis_forgot_them(fleet: _Fleet) -> None:
+    one = await fleet.open()
+    await one.save(KEY, _record(), None)
+    fleet.server.client().script_flush()  # as a restart does
+
+    stored = await one.load(KEY)
+
+    assert stored is not None and stored.record == _record()
+    assert await one.acquire_lease(KEY, "one", 10)
+    assert await one.renew_lease(KEY, "one", 10)
+
+
 @pytest.mark.parametrize(
     ("data", "problem"),
     [
@@ -212,6 +272,13 @@ def test_record_encoding_round_trip_and_failure_cut() -> None:
     assert decode_record(encode_record(record)) == record
     long_failure = _record(last_failure="x" * 5000)
     assert len(decode_record(encode_record(long_failure)).last_failure or "") == 1000
+
+
+def test_record_encoding_keeps_the_final_url_of_a_redirect_when_it_fits() -> None:
+    redirected = replace(_record(b"User-agent: *\n"), redirected_to="https://www.a.com/robots.txt")
+    assert decode_record(encode_record(redirected)) == redirected
+    too_long = replace(redirected, redirected_to="https://a.com/" + "x" * 5000)
+    assert decode_record(encode_record(too_long)).redirected_to is None
 
 
 def test_passwords_never_reach_the_logs() -> None:

@@ -88,11 +88,21 @@ def test_float_durations_are_allowed() -> None:
         ("REP9309_STORE", "scrapy_rep9309.storage.memory.NoSuchStore"),
         ("REP9309_STORE", "scrapy_rep9309.storage.memory.DEFAULT_CAPACITY"),
         ("REP9309_STORE", 42),
+        ("REP9309_ALL_FORBIDDEN_CLOSE_REASON", "robots txt"),
+        ("REP9309_ALL_FORBIDDEN_CLOSE_REASON", "x" * 65),
+        ("REP9309_ALL_FORBIDDEN_CLOSE_REASON", 1),
     ],
 )
 def test_invalid_value_names_the_setting(name: str, value: Any) -> None:
     with pytest.raises(SettingsError, match=name):
         _read(**{name: value})
+
+
+def test_all_forbidden_close_reason_is_off_unless_set() -> None:
+    assert _read().all_forbidden_close_reason is None
+    assert _read(REP9309_ALL_FORBIDDEN_CLOSE_REASON="").all_forbidden_close_reason is None
+    reason = _read(REP9309_ALL_FORBIDDEN_CLOSE_REASON=" robotstxt_forbidden ")
+    assert reason.all_forbidden_close_reason == "robotstxt_forbidden"
 
 
 def test_max_size_message_names_the_minimum() -> None:

@@ -4,6 +4,7 @@ records. No Scrapy: the store is driven directly (its methods are coroutines).""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -155,3 +156,7 @@ def test_record_survives_a_json_round_trip() -> None:
         last_failure="twisted.internet.error.ConnectionRefusedError",
     )
     assert OriginRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    redirected = dataclasses.replace(record, redirected_to="https://www.a.com/robots.txt")
+    assert OriginRecord.from_dict(json.loads(json.dumps(redirected.to_dict()))) == redirected
+    saved_before_the_field = {k: v for k, v in record.to_dict().items() if k != "redirected_to"}
+    assert OriginRecord.from_dict(saved_before_the_field) == record

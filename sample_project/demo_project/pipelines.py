@@ -1,7 +1,7 @@
 """The demo's item pipeline: what a project does with ``rep9309_content_usage``.
 
-README "Usage preferences" shows this class; ``tests/test_demo.py`` checks that the
-README's copy is this one and that the demo crawl drops what it should.
+docs/usage-preferences.md shows this class; ``tests/test_demo.py`` checks that the
+documented copy is this one and that the demo crawl drops what it should.
 """
 
 from __future__ import annotations

@@ -56,6 +56,14 @@ class Accounting:
             report = self._reports[origin] = OriginReport(str(origin))
         return report
 
+    def nothing_allowed(self) -> bool:
+        """Whether robots.txt refused requests (forbidden or usage-refused) and let none
+        through, in the whole crawl so far."""
+        reports = self._reports.values()
+        return not any(r.allowed for r in reports) and any(
+            r.forbidden or r.usage_refused for r in reports
+        )
+
     def reports(self) -> list[OriginReport]:
         """Copies of every origin's report, sorted by origin."""
         return sorted(

@@ -26,7 +26,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, gatherResults
 
 from scrapy_rep9309.integration.fetch import fetch_robots_txt
 from scrapy_rep9309.integration.robotparser import RobotParser
@@ -64,6 +64,9 @@ WAIT_POLL_INTERVAL = 1.0
 IGNORED_STAT = "robotstxt/ignored"
 #: Seconds between two looks for requests held by fleet processes that are gone.
 ORPHAN_SWEEP_INTERVAL = 2.0
+#: Fleet: seconds at most a request held while its origin's record is being loaded waits
+#: for the load's answer before its copy is written to the store anyway.
+UNWRITTEN_COPY_LIMIT = 0.5
 #: Seconds a fleet process waits at close for the store to take back its leftovers.
 CLOSE_STORE_TIMEOUT = 5.0
 #: Fleet stats: requests held by other processes that this one released, requests of
@@ -128,6 +131,11 @@ class OriginDriver:
         #: Fleet: origins whose lease renewal is under way; requests waiting for a peek.
         self._renewing: set[Origin] = set()
         self._peeks: dict[Origin, list[Deferred[None]]] = {}
+        #: Fleet: requests of each origin waiting for their write to the store to start.
+        self._unsent_holds: dict[Origin, list[HeldRequest]] = {}
+        #: Fleet: requests held while their origin's record is being loaded, not written
+        #: to the store yet: if the store has a usable record they go on from memory.
+        self._unwritten_copies: dict[Origin, list[HeldRequest]] = {}
 
     # -- queries (the per-request path) ---------------------------------------------
 
@@ -135,6 +143,11 @@ class OriginDriver:
         """The copy that decides ``origin``'s requests now, if there is one."""
         machine = self.machines.get(origin)
         return None if machine is None else machine.usable(time.time())
+
+    def unknown(self, origin: Origin) -> bool:
+        """Whether nothing was asked about ``origin`` yet (no machine, or a new one)."""
+        machine = self.machines.get(origin)
+        return machine is None or machine.state is State.NEW
 
     def decisive(self, origin: Origin, request: Request) -> OriginRecord | None:
         """The newest usable copy for a request about to be downloaded.
@@ -525,13 +538,40 @@ class OriginDriver:
         self._carry_out(origin, machine, machine.timer(timer, time.time()))
 
     async def _load(self, origin: Origin, machine: OriginMachine) -> None:
-        stored = await self.store.load(str(origin))
+        load_or_lease = getattr(self.store, "load_or_lease", None) if self.shared else None
+        lease: bool | None = None
+        if load_or_lease is not None:
+            stored, lease = await load_or_lease(str(origin), self._owner, self._lease_ttl)
+        else:
+            stored = await self.store.load(str(origin))
         record, version = (None, None) if stored is None else (stored.record, stored.version)
         if record is not None and record.answered:
             report = self.accounting.report(origin)
             if report.status is None:  # fetched earlier: a resumed crawl, or a peer
                 report.outcome, report.status = record.outcome, record.status
-        self._carry_out(origin, machine, machine.loaded(record, version, time.time()))
+        actions = machine.loaded(record, version, time.time())
+        if lease is None:
+            self._carry_out(origin, machine, actions)
+        else:
+            self._carry_out_with_lease(origin, machine, actions, lease)
+        if self.shared:  # those the answer did not release must wait: copies written now
+            self._write_unwritten_copies(origin)
+
+    def _carry_out_with_lease(
+        self, origin: Origin, machine: OriginMachine, actions: list[Action], granted: bool
+    ) -> None:
+        """Fleet: the store answered the lease with the load (there was no record), so
+        the machine's ACQUIRE_LEASE is answered at once; a lease it did not ask for
+        (our own copy put it in backoff, say) is given back."""
+        for index, action in enumerate(actions):
+            if action.effect is Effect.ACQUIRE_LEASE:
+                self._carry_out(origin, machine, actions[:index])
+                self._leased(origin, machine, granted)
+                self._carry_out(origin, machine, actions[index + 1 :])
+                return
+        self._carry_out(origin, machine, actions)
+        if granted:
+            self._spawn(self.store.release_lease(str(origin), self._owner))
 
     async def _acquire_lease(self, origin: Origin, machine: OriginMachine) -> None:
         if self._closing():
@@ -539,6 +579,9 @@ class OriginDriver:
         granted = await self.store.acquire_lease(str(origin), self._owner, self._lease_ttl)
         if granted and self.shared and await self._answered_meanwhile(origin, machine):
             return
+        self._leased(origin, machine, granted)
+
+    def _leased(self, origin: Origin, machine: OriginMachine, granted: bool) -> None:
         self._carry_out(origin, machine, machine.leased(granted, time.time()))
         if granted and machine.state is State.FETCHING and origin not in self._fetching:
             # Closing began: no fetch starts, so the lease goes back at once.
@@ -699,7 +742,10 @@ class OriginDriver:
     def _release(self, origin: Origin, action: Action) -> None:
         self._wake(action.held, True)
         if self.shared:
-            self._in_order(origin, self._release_shared(origin, action))
+            unwritten = self._take_unwritten(origin, action.held)
+            self._send_released(origin, unwritten, action.record)
+            if any(entry.token in self._held for entry in action.held):
+                self._in_order(origin, self._release_shared(origin, action))
         else:
             self._send_released(origin, self._take(origin, action.held), action.record)
 
@@ -749,7 +795,9 @@ class OriginDriver:
     def _expire(self, origin: Origin, action: Action) -> None:
         self._wake(action.held, False)
         if self.shared:
-            self._in_order(origin, self._expire_shared(origin, action))
+            self._send_expired(origin, self._take_unwritten(origin, action.held))
+            if any(entry.token in self._held for entry in action.held):
+                self._in_order(origin, self._expire_shared(origin, action))
         else:
             self._send_expired(origin, self._take(origin, action.held))
 
@@ -800,8 +848,77 @@ class OriginDriver:
             return
         for entry in held:
             item = self._held.get(entry.token)
-            if item is not None and entry.token not in self._stored:
+            if item is None or entry.token in self._stored:
+                continue
+            if self.shared:
+                self._copy_to_shared_store_after_load(origin, item[1])
+            else:
                 self._in_order(origin, self._store_hold(origin, item[1]))
+
+    def _copy_to_shared_store_after_load(self, origin: Origin, held: HeldRequest) -> None:
+        """Fleet: a request held while its origin's record is being loaded is written to
+        the store only if the answer does not release it (a peer may have stored a
+        usable record: then it goes on from memory, neither written nor taken back),
+        and at the latest UNWRITTEN_COPY_LIMIT seconds later. Written copies are what a
+        process killed meanwhile leaves to the others; the load is one round trip."""
+        machine = self.machines.get(origin)
+        if machine is None or machine.state is not State.LOADING:
+            self._copy_to_shared_store(origin, held)
+            return
+        unwritten = self._unwritten_copies.get(origin)
+        if unwritten is None:
+            unwritten = self._unwritten_copies[origin] = []
+            self._timers.schedule(
+                (origin, "unwritten-copies"),
+                UNWRITTEN_COPY_LIMIT,
+                self._write_unwritten_copies,
+                origin,
+            )
+        unwritten.append(held)
+
+    def _write_unwritten_copies(self, origin: Origin) -> None:
+        self._timers.cancel((origin, "unwritten-copies"))
+        for held in self._unwritten_copies.pop(origin, ()):
+            if held.token in self._held and held.token not in self._stored:
+                self._copy_to_shared_store(origin, held)
+
+    def _take_unwritten(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
+        """Fleet: the requests behind ``held`` that have no copy in the store: they are
+        released or expired from memory, without a store call."""
+        unwritten = self._unwritten_copies.get(origin)
+        if not unwritten:
+            return []
+        tokens = {entry.token for entry in held}
+        taken = [item for item in unwritten if item.token in tokens]
+        if not taken:
+            return []
+        remaining = [item for item in unwritten if item.token not in tokens]
+        if remaining:
+            self._unwritten_copies[origin] = remaining
+        else:
+            del self._unwritten_copies[origin]
+            self._timers.cancel((origin, "unwritten-copies"))
+        for item in taken:
+            self._held.pop(item.token, None)
+        return taken
+
+    def _copy_to_shared_store(self, origin: Origin, held: HeldRequest) -> None:
+        """Fleet: requests of an origin held while an earlier write of its requests runs
+        join one write, queued behind it; a burst of requests for a new origin costs two
+        store round trips in a row, not one per request (each waits for the one before)."""
+        unsent = self._unsent_holds.get(origin)
+        if unsent is not None:
+            unsent.append(held)
+            return
+        self._unsent_holds[origin] = [held]
+        self._in_order(origin, self._store_holds(origin))
+
+    async def _store_holds(self, origin: Origin) -> None:
+        """Write the requests gathered for ``origin``, together (the store batches the
+        writes that start in the same moment); later ones gather for the next write."""
+        unsent = self._unsent_holds.pop(origin, [])
+        writes = [deferred_from_coro(self._store_hold(origin, held)) for held in unsent]
+        await maybe_deferred_to_future(gatherResults(writes, consumeErrors=True))
 
     async def _store_hold(self, origin: Origin, held: HeldRequest) -> None:
         await self.store.hold(str(origin), held)

@@ -28,7 +28,7 @@ STARTUP_TIMEOUT = 5.0
 
 
 class RedisStore(RedisOriginStore):
-    """The Redis store, built from the crawl's settings (README "Running a fleet")."""
+    """The Redis store, built from the crawl's settings (docs/fleet.md)."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

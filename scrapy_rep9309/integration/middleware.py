@@ -5,11 +5,16 @@ origin has no usable copy is handed to the driver to be held (``request_schedule
 so it never occupies the downloader while waiting); every request about to be
 downloaded is decided by the newest usable copy (``process_request``). What happens
 per origin (fetches, retries, releases) is the origin state machine's business
-(``policy/machine.py``), carried out by ``driver.py``. README "How it works".
+(``policy/machine.py``), carried out by ``driver.py``. docs/how-it-works.md.
 
 A request it lets through carries its URL's usage preferences (``rep9309_content_usage``),
 which ``process_response`` combines with the response's ``Content-Usage`` header.
-README "Usage preferences".
+docs/usage-preferences.md.
+
+A spider's own request for an origin's ``/robots.txt`` (a ``SitemapSpider`` reading
+sitemaps from it) is held and decided like any other, then answered from the copy that
+decided it instead of being downloaded a second time (docs/behaviour.md, "A spider's own
+robots.txt request").
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
-from scrapy.exceptions import DontCloseSpider, IgnoreRequest
+from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest
+from scrapy.responsetypes import responsetypes
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 
@@ -41,7 +47,8 @@ from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_d
 from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
-from scrapy_rep9309.policy.report import summary_line
+from scrapy_rep9309.policy.report import all_forbidden_warnings, summary_line
+from scrapy_rep9309.rules.matcher import ROBOTS_TXT_PATH
 from scrapy_rep9309.rules.usage import combine_statements, header_preferences
 from scrapy_rep9309.rules.useragent import token_problem
 
@@ -65,11 +72,19 @@ REQUEUED_META = "rep9309_requeued"
 #: Trips back to be held at most; then the request waits in ``process_request``.
 MAX_REQUEUES = 3
 #: On every request this middleware lets through, then on its response: the URL's usage
-#: preferences, ``{label: "y" | "n"}`` (README "Usage preferences").
+#: preferences, ``{label: "y" | "n"}`` (docs/usage-preferences.md).
 CONTENT_USAGE_META = "rep9309_content_usage"
+#: In ``response.flags`` of a spider's own robots.txt request answered from the copy
+#: this middleware fetched (no download): docs/behaviour.md.
+ROBOTS_COPY_FLAG = "rep9309-robots-copy"
+ROBOTS_COPY_STAT = "robotstxt/robots_copy_served"
+#: Spider requests for robots.txt downloaded after all: the copy cannot stand in for a
+#: download (cut at REP9309_MAX_SIZE, a redirect not followed, refused locally).
+ROBOTS_COPY_DOWNLOADED_STAT = "robotstxt/robots_copy_downloaded"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
 _SCHEMES = ("http", "https")
+_ROBOTS_TXT_END = "/robots.txt"
 
 
 class RobotsTxtMiddleware:
@@ -82,7 +97,7 @@ class RobotsTxtMiddleware:
         self.stats = crawler.stats
         self.accounting = Accounting(crawler.stats)
         self.store = build_from_crawler(settings.store, crawler)
-        # The driver's store calls wait out outages (README "Running a fleet").
+        # The driver's store calls wait out outages (docs/fleet.md).
         patient = PatientStore(self.store, crawler.stats)
         self.driver = OriginDriver(crawler, settings, patient, self.accounting)
         self._offsite: list[OffsiteMiddleware] = []
@@ -139,12 +154,23 @@ class RobotsTxtMiddleware:
             return
         if request in driver.released or self._dropped_as_offsite(request):
             return
+        if driver.shared and not request.meta.get(REQUEUED_META) and driver.unknown(origin):
+            # Fleet: an origin this process knows nothing of goes to the shared queue and
+            # is decided at download time (``peek``): a peer may have its record already,
+            # and a queue that is not empty keeps the engine from taking in every start
+            # URL while the first records load (each held, then released in a burst).
+            return
         driver.hold(origin, request)
         raise IgnoreRequest(f"Held until the robots.txt of {origin} is known")
 
     def spider_idle(self, spider: Spider | None = None) -> None:
+        """Stay open while requests are held; close with REP9309_ALL_FORBIDDEN_CLOSE_REASON
+        (when set) if robots.txt let no request through."""
         if self.driver.busy:
             raise DontCloseSpider
+        reason = self.settings.all_forbidden_close_reason
+        if reason is not None and self.accounting.nothing_allowed():
+            raise CloseSpider(reason)
 
     async def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         """Decide what an answer during closing decided; save (JOBDIR) or errback the rest."""
@@ -160,7 +186,10 @@ class RobotsTxtMiddleware:
         if self._jobdir:
             await self._pause(to_save)
         await self.store.close()
-        logger.info(summary_line(self.accounting.reports(), self.stats.get_stats()))
+        reports = self.accounting.reports()
+        logger.info(summary_line(reports, self.stats.get_stats()))
+        for line in all_forbidden_warnings(reports):
+            logger.warning(line)
 
     async def _forbidden_at_close(self, leftover: Leftover) -> bool:
         """Decide a request its robots.txt answered for while the spider was closing:
@@ -280,7 +309,7 @@ class RobotsTxtMiddleware:
 
     async def process_request(
         self, request: Request, spider: Spider | None = None
-    ) -> Request | None:
+    ) -> Request | Response | None:
         if _skipped(request):
             return None
         expired = request.meta.get(EXPIRED_META)
@@ -299,7 +328,51 @@ class RobotsTxtMiddleware:
                 return self._requeue(request)
             record = await self.driver.wait(origin, request)
         self._decide(origin, record, request)
+        if request.url.endswith(_ROBOTS_TXT_END) and _asks_for_robots_txt(request):
+            return self._robots_copy(origin, record, request)
         return None
+
+    def _robots_copy(
+        self, origin: Origin, record: OriginRecord, request: Request
+    ) -> Response | None:
+        """The answer to a spider's own request for ``origin``'s robots.txt, from the copy
+        that decided it: the status and body it was fetched with, at the URL it was
+        fetched from (the final one after redirects), flagged ``ROBOTS_COPY_FLAG``. None
+        (download it) when the copy cannot stand in for a download: cut at
+        REP9309_MAX_SIZE, a redirect that was not followed, no status (refused locally)."""
+        status = record.status
+        body = record.body
+        whole = len(body) < self.settings.max_size
+        if status is None or not (200 <= status < 300 or 400 <= status < 500) or not whole:
+            self.stats.inc_value(ROBOTS_COPY_DOWNLOADED_STAT)
+            logger.debug(
+                "Downloading %(request)s: the robots.txt copy of %(origin)s cannot stand in "
+                "for it (%(why)s)",
+                {
+                    "request": request,
+                    "origin": origin,
+                    "why": f"HTTP {status}" if whole else "cut at REP9309_MAX_SIZE",
+                },
+                extra={"spider": self.crawler.spider},
+            )
+            return None
+        url = record.redirected_to or request.url
+        response_class = responsetypes.from_args(url=url, body=body)
+        self.stats.inc_value(ROBOTS_COPY_STAT)
+        logger.debug(
+            "Answered %(request)s from the robots.txt copy of %(origin)s (HTTP %(status)s, "
+            "fetched %(age).0f s ago), not downloaded",
+            {
+                "request": request,
+                "origin": origin,
+                "status": status,
+                "age": max(0.0, time.time() - record.fetched_at),
+            },
+            extra={"spider": self.crawler.spider},
+        )
+        return response_class(
+            url=url, status=status, body=body, flags=[ROBOTS_COPY_FLAG], request=request
+        )
 
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
@@ -334,6 +407,9 @@ class RobotsTxtMiddleware:
             # The same decision again, with its reason: only forbidden requests pay for it.
             decision = explain(record.outcome, rules, request.url, user_agent, extra).decision
             self.accounting.count(origin, "forbidden")
+            report = self.accounting.report(origin)
+            if report.first_refusal is None:
+                report.first_refusal = _refusal_text(decision, extra)
             logger.debug(
                 "Forbidden by robots.txt: %(request)s "
                 "(%(rule)s, line %(line)s of %(robots)s%(for)s)",
@@ -350,7 +426,12 @@ class RobotsTxtMiddleware:
         usage = usage_preferences(record.outcome, rules, request.url, user_agent, extra)
         refusing = refused(usage, self.settings.require_usage) if usage else ()
         if refusing:
+            report = self.accounting.report(origin)
+            if report.first_refusal is None:
+                decision = explain(record.outcome, rules, request.url, user_agent, extra).decision
+                report.first_refusal = _usage_refusal_text(refusing[0], decision)
             self._refuse(origin, request, usage, refusing)
+        self.accounting.report(origin).allowed += 1
         request.meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
         if self.settings.crawl_delay and rules is not None:
             delay = rules.crawl_delay(user_agent)
@@ -415,6 +496,34 @@ def _skipped(request: Request) -> bool:
         return True
     scheme = request.url.split(":", 1)[0].lower()
     return scheme not in _SCHEMES
+
+
+def _asks_for_robots_txt(request: Request) -> bool:
+    """Whether ``request`` is a GET of its origin's ``/robots.txt`` (no query): what the
+    copy this middleware fetched can answer."""
+    if request.method != "GET":
+        return False
+    parts = urlparse_cached(request)
+    return parts.path == ROBOTS_TXT_PATH and not parts.query and not parts.params
+
+
+def _refusal_text(decision: Decision | None, extra_user_agents: tuple[str, ...]) -> str:
+    """The rule, line and group that forbade a request, for the origin's report."""
+    if decision is None or decision.rule is None:
+        return "no rule (the robots.txt forbids everything)"
+    forbidden_for = _forbidden_for(decision, extra_user_agents)
+    return f"{decision.rule} (line {decision.line}, {_group(decision)}{forbidden_for})"
+
+
+def _usage_refusal_text(preference: Preference, decision: Decision | None) -> str:
+    """The usage preference that refused a request, with its line and group."""
+    group = "" if decision is None else f", {_group(decision)}"
+    return f"{preference.rule} (line {preference.line}{group}; REP9309_REQUIRE_USAGE)"
+
+
+def _group(decision: Decision) -> str:
+    """``User-agent: a, b``: the group(s) that applied, as written."""
+    return f"User-agent: {', '.join(decision.user_agents) or '*'}"
 
 
 def _forbidden_for(decision: Decision | None, extra_user_agents: tuple[str, ...]) -> str:

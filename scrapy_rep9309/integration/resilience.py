@@ -76,6 +76,16 @@ class PatientStore:
         self._answered()
         return stored
 
+    async def load_or_lease(
+        self, key: str, owner: str, ttl: float
+    ) -> tuple[StoredRecord | None, bool | None]:
+        """The store's ``load_or_lease`` (the Redis store's: the record, or when there is
+        none the fetch lease, in one call); a plain ``load`` for a store without it."""
+        load_or_lease = getattr(self.inner, "load_or_lease", None)
+        if load_or_lease is None:
+            return await self.load(key), None
+        return await self._patiently(lambda: load_or_lease(key, owner, ttl), (None, None))
+
     async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
         return await self._patiently(lambda: self.inner.save(key, record, expected), None)
 

@@ -60,6 +60,8 @@ class Rep9309Settings:
     require_usage: tuple[str, ...] = ()
     #: User agents whose groups must allow a request too (purpose tokens).
     extra_user_agents: tuple[str, ...] = ()
+    #: The spider's close reason when robots.txt let no request through; None: "finished".
+    all_forbidden_close_reason: str | None = None
 
     def __post_init__(self) -> None:
         if self.retry_max_delay < self.retry_delay:
@@ -104,6 +106,9 @@ class Rep9309Settings:
             fetch_timeout=_read(settings, "REP9309_FETCH_TIMEOUT", _positive, None),
             require_usage=_read(settings, "REP9309_REQUIRE_USAGE", _labels, ()),
             extra_user_agents=_read(settings, "REP9309_EXTRA_USER_AGENTS", _user_agents, ()),
+            all_forbidden_close_reason=_read(
+                settings, "REP9309_ALL_FORBIDDEN_CLOSE_REASON", _close_reason, None
+            ),
         )
 
 
@@ -317,6 +322,17 @@ def _meta_dict(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"expected a dict of request meta, got {type(value).__name__}")
     return dict(value)
+
+
+def _close_reason(value: Any) -> str | None:
+    """A close reason as Scrapy's own are written (``closespider_timeout``); empty: off."""
+    reason = _to_optional_str(value)
+    if reason is not None and not _CLOSE_REASON.fullmatch(reason):
+        raise ValueError("expected 1 to 64 letters, digits, '_', '.', ':' or '-'")
+    return reason
+
+
+_CLOSE_REASON = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
 def _to_optional_str(value: Any) -> str | None:

@@ -26,7 +26,7 @@ DEFAULT_MAX_SIZE = 512000
 
 @dataclass(frozen=True)
 class FetchResult:
-    """How a robots.txt fetch ended (see the README behaviour table).
+    """How a robots.txt fetch ended (see the behaviour table in docs/behaviour.md).
 
     ``body`` is kept only when ``outcome`` is "available"; ``retry_after`` only
     when it is "unreachable".

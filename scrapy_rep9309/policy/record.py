@@ -65,6 +65,10 @@ class OriginRecord:
     failures: int = 0
     retry_at: float = 0.0
     last_failure: str | None = None
+    #: Where the answer came from when robots.txt redirected (the final URL); None when
+    #: it came from the origin's own ``/robots.txt``. A spider's own robots.txt request
+    #: answered from this copy gets it as ``response.url``, as after a real download.
+    redirected_to: str | None = None
 
     @property
     def answered(self) -> bool:
@@ -127,6 +131,7 @@ def record_after_fetch(
             body=result.body if result.outcome == AVAILABLE else b"",
             fetched_at=now,
             expires_at=now + cache_lifetime(result, settings),
+            redirected_to=result.final_url if result.redirects else None,
         )
     failures = (previous.failures if previous is not None else 0) + 1
     retry_at = now + retry_delay(failures, result.retry_after, settings)

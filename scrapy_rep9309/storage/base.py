@@ -67,7 +67,7 @@ ChangeCallback = Callable[[str], None]
 
 
 class OriginStore(Protocol):
-    """The interface ``REP9309_STORE`` classes implement (see the README, "Stores").
+    """The interface ``REP9309_STORE`` classes implement (see docs/how-it-works.md, "Stores").
 
     Keys are origins as strings: ``"https://a.com"``, ``"http://a.com:8080"``.
     """
@@ -117,7 +117,11 @@ class SharedOriginStore(OriginStore, Protocol):
 
     - Releasing an origin's held requests takes every request held for it, other
       processes' too (``take_held(key)`` without tokens): whichever process gets the
-      answer releases them all, into the shared queue.
+      answer releases them all, into the shared queue. Requests held only in the
+      process (held while the record loaded, and released by its answer) go on
+      without a store call.
+    - A request of an origin the process knows nothing of is not held: it goes to the
+      queue and is decided at download time, from the record the store has.
     - When the spider closes, its held requests stay in the store for the others.
     - Every few seconds the driver adopts the requests held by processes that are gone.
     """

@@ -52,7 +52,7 @@ from urllib.parse import urlsplit, urlunsplit
 from redis import asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE
 from scrapy_rep9309.policy.record import (
@@ -76,6 +76,9 @@ DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_PREFIX = "rep9309"
 #: Bytes a record's header (its JSON) may take besides the body.
 HEADER_LIMIT = 4096
+#: A longer final URL of a redirected robots.txt is not shared (the header must fit):
+#: a spider's robots.txt request then gets its own URL as ``response.url``.
+REDIRECT_LIMIT = 2048
 #: Characters of a failure description kept in a record (the rest is cut).
 FAILURE_LIMIT = 1000
 #: Seconds between heartbeats; each also checks the generation and writes what waits.
@@ -88,6 +91,8 @@ RECEIPT_TTL = 60.0
 ADOPT_LIMIT = 1000
 #: Held requests written in one script call at most.
 HOLD_BATCH = 500
+#: Takes of held requests sent in one pipelined round trip at most.
+TAKE_BATCH = 200
 #: Connections to Redis per process at most (one of them listens for changes).
 MAX_CONNECTIONS = 16
 #: Seconds ``close`` spends writing requests held while Redis was down.
@@ -97,6 +102,8 @@ CORRUPT_STAT = "robotstxt/store/corrupt"
 _GENERATION_ERROR = "REP9309GENERATION"
 _OUTCOMES = (AVAILABLE, UNAVAILABLE, UNREACHABLE)
 _T = TypeVar("_T")
+#: A take waiting for its batch: origin key, tokens (None: all), the answer.
+_Take = tuple[str, "Sequence[Hashable] | None", "asyncio.Future[list[HeldRequest]]"]
 
 _GENERATION_CHECK = f"""
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
@@ -134,6 +141,24 @@ if not version then return false end
 local size = redis.call('HSTRLEN', KEYS[1], 'd')
 if size > tonumber(ARGV[1]) then return {version, size} end
 return {version, size, redis.call('HGET', KEYS[1], 'd')}
+"""
+
+# KEYS: record, lease. ARGV: size limit, owner, ttl ms. _LOAD's answer when there is a
+# record; otherwise the fetch lease is taken (or renewed, if ours already) in the same
+# call: {'', 1} granted, {'', 0} someone else has it.
+_LOAD_OR_LEASE = """
+local version = redis.call('HGET', KEYS[1], 'v')
+if version then
+  local size = redis.call('HSTRLEN', KEYS[1], 'd')
+  if size > tonumber(ARGV[1]) then return {version, size} end
+  return {version, size, redis.call('HGET', KEYS[1], 'd')}
+end
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {'', 1} end
+if redis.call('GET', KEYS[2]) == ARGV[2] then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return {'', 1}
+end
+return {'', 0}
 """
 
 # KEYS: record. ARGV: version. Deletes the record only if it is still that version.
@@ -325,6 +350,13 @@ class RedisOriginStore:
         #: Requests being held right now, written together by ``_write_batches``.
         self._batch: list[tuple[str, str, bytes, asyncio.Future[None]]] = []
         self._batch_writer: asyncio.Future[None] | None = None
+        #: Takes asked for right now, sent together by ``_take_batches``.
+        self._takes: list[_Take] = []
+        #: Commands asked for in this moment, sent in one pipeline by ``_send_outgoing``.
+        self._outgoing: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._sending = False
+        self._senders: set[asyncio.Future[None]] = set()
+        self._taker: asyncio.Future[None] | None = None
         #: Held while writing what waits here, taking and adopting: never two at once.
         self._writing = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
@@ -364,6 +396,7 @@ class RedisOriginStore:
             for name, source in (
                 ("save", _SAVE),
                 ("load", _LOAD),
+                ("load_or_lease", _LOAD_OR_LEASE),
                 ("drop", _DROP),
                 ("renew", _RENEW),
                 ("release", _RELEASE),
@@ -511,6 +544,91 @@ class RedisOriginStore:
             lambda: self._scripts[name](keys=list(keys), args=[generation, *args])
         )
 
+    async def _pipelined_in_step(
+        self, calls: Sequence[tuple[str, Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        """Script calls that write held requests, in one pipelined round trip; like
+        ``_script_in_step``, our held requests are written again first if Redis lost its
+        data (every call of the batch then failed before doing anything)."""
+        try:
+            return await self._call(lambda: self._pipelined(calls))
+        except _GenerationLost:
+            await self._call(self._resync)
+            return await self._call(lambda: self._pipelined(calls))
+
+    async def _pipelined(
+        self, calls: Sequence[tuple[str, Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        generation = self._generation
+        if generation is None:
+            raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
+        replies = await asyncio.gather(
+            *(self._evalsha(name, keys, [generation, *args]) for name, keys, args in calls),
+            return_exceptions=True,
+        )
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise reply
+        return replies
+
+    def _evalsha(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Awaitable[Any]:
+        """A script call, sent with the other commands of this moment (``_send``)."""
+        return self._send("EVALSHA", self._scripts[name].sha, len(keys), *keys, *args)
+
+    def _send(self, *command: Any) -> asyncio.Future[Any]:
+        """One command, sent with every other asked for in the same moment in one
+        pipelined round trip: the loads, leases, saves and takes of a burst of new
+        origins each wait one round trip, not their turn for a pooled connection."""
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._outgoing.append((command, reply))
+        if not self._sending:
+            self._sending = True
+            sender = asyncio.ensure_future(self._send_outgoing())
+            self._senders.add(sender)
+            sender.add_done_callback(self._senders.discard)
+        return reply
+
+    async def _send_outgoing(self) -> None:
+        await asyncio.sleep(0)  # let the commands asked for in this moment join
+        outgoing, self._outgoing = self._outgoing, []
+        self._sending = False  # commands asked for from now on go in the next pipeline
+        try:
+            replies = await self._pipeline([command for command, _ in outgoing])
+        except BaseException as exc:
+            for _, reply in outgoing:
+                if not reply.done():
+                    reply.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            for (_, reply), answer in zip(outgoing, replies, strict=True):
+                if reply.done():
+                    continue
+                if isinstance(answer, Exception):
+                    reply.set_exception(answer)
+                else:
+                    reply.set_result(answer)
+
+    async def _pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """Replies (or errors) of ``commands``, sent in one round trip; scripts Redis does
+        not know (it restarted) are loaded and their calls sent again."""
+        redis = self._redis
+        if redis is None:
+            raise StoreUnavailable("the Redis store is not open")
+        async with redis.pipeline(transaction=False) as pipe:
+            for command in commands:
+                pipe.execute_command(*command)
+            replies = await pipe.execute(raise_on_error=False)
+        unknown = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if unknown:
+            sources = {script.sha: script.script for script in self._scripts.values()}
+            for sha in {commands[i][1] for i in unknown}:
+                await redis.script_load(sources[sha])
+            again = await self._pipeline([commands[i] for i in unknown])
+            for i, reply in zip(unknown, again, strict=True):
+                replies[i] = reply
+        return replies
+
     async def _script_in_step(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """``_script`` that first writes our held requests again if Redis lost its data.
         Called with ``_writing`` held (taking and adopting)."""
@@ -525,8 +643,32 @@ class RedisOriginStore:
     async def load(self, key: str) -> StoredRecord | None:
         limit = self._max_size + HEADER_LIMIT
         answer = await self._call(
-            lambda: self._scripts["load"](keys=[self._key("record", key)], args=[limit])
+            lambda: self._evalsha("load", [self._key("record", key)], [limit])
         )
+        return await self._stored_record(key, answer, limit)
+
+    async def load_or_lease(
+        self, key: str, owner: str, ttl: float
+    ) -> tuple[StoredRecord | None, bool | None]:
+        """``load``, and when Redis has no record, ``acquire_lease`` in the same script:
+        ``(record, None)``, or ``(None, granted)``. A new origin costs one round trip
+        before its fetch instead of three (load, lease, load again in case a peer
+        stored the answer in between: taken with the look, the lease needs no second
+        look)."""
+        limit = self._max_size + HEADER_LIMIT
+        answer = await self._call(
+            lambda: self._evalsha(
+                "load_or_lease",
+                [self._key("record", key), self._key("lease", key)],
+                [limit, owner, _ms(ttl)],
+            )
+        )
+        if answer and answer[0] == b"":
+            return None, bool(answer[1])
+        return await self._stored_record(key, answer, limit), None
+
+    async def _stored_record(self, key: str, answer: Any, limit: int) -> StoredRecord | None:
+        """The record of a load script's answer; an unreadable one is dropped (WARNING)."""
         if not answer:
             return None
         version = int(answer[0])
@@ -544,9 +686,7 @@ class RedisOriginStore:
             )
             if self._stats is not None:
                 self._stats.inc_value(CORRUPT_STAT)
-            await self._call(
-                lambda: self._scripts["drop"](keys=[self._key("record", key)], args=[version])
-            )
+            await self._call(lambda: self._evalsha("drop", [self._key("record", key)], [version]))
             return None
         return StoredRecord(record, version)
 
@@ -554,9 +694,10 @@ class RedisOriginStore:
         data = encode_record(record)
         ttl = _ms(max(1.0, self.useful_until(record) - time.time()))
         version = await self._call(
-            lambda: self._scripts["save"](
-                keys=[self._key("record", key), self._key("version")],
-                args=[
+            lambda: self._evalsha(
+                "save",
+                [self._key("record", key), self._key("version")],
+                [
                     "" if expected is None else expected,
                     data,
                     ttl,
@@ -579,23 +720,18 @@ class RedisOriginStore:
 
     async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
         lease = self._key("lease", key)
-        redis = self._redis
-        if redis is not None and await self._call(
-            lambda: redis.set(lease, owner, nx=True, px=_ms(ttl))
-        ):
+        if await self._call(lambda: self._send("SET", lease, owner, "NX", "PX", _ms(ttl))):
             return True
         return await self.renew_lease(key, owner, ttl)  # ours already?
 
     async def renew_lease(self, key: str, owner: str, ttl: float) -> bool:
         renewed = await self._call(
-            lambda: self._scripts["renew"](keys=[self._key("lease", key)], args=[owner, _ms(ttl)])
+            lambda: self._evalsha("renew", [self._key("lease", key)], [owner, _ms(ttl)])
         )
         return bool(renewed)
 
     async def release_lease(self, key: str, owner: str) -> None:
-        await self._call(
-            lambda: self._scripts["release"](keys=[self._key("lease", key)], args=[owner])
-        )
+        await self._call(lambda: self._evalsha("release", [self._key("lease", key)], [owner]))
 
     # -- held requests -----------------------------------------------------------------------
 
@@ -656,27 +792,78 @@ class RedisOriginStore:
         self, key: str, tokens: Sequence[Hashable] | None = None
     ) -> list[HeldRequest]:
         """Remove and return held requests of ``key``: those of ``tokens``, or every one
-        held for it by any process (what the process releasing them does)."""
-        async with self._writing:
+        held for it by any process (what the process releasing them does).
+
+        Takes asked for in the same moment (the answers of many origins arriving
+        together) go to Redis together, one round trip for all: released requests
+        must not wait in line for one round trip per origin."""
+        taken: asyncio.Future[list[HeldRequest]] = asyncio.get_running_loop().create_future()
+        self._takes.append((key, tokens, taken))
+        if self._taker is None:
+            self._taker = asyncio.ensure_future(self._take_batches())
+        return await taken
+
+    async def _take_batches(self) -> None:
+        batch: list[_Take] = []
+        try:
+            await asyncio.sleep(0)  # let the takes asked for in this moment join
+            while self._takes:
+                batch, self._takes = self._takes[:TAKE_BATCH], self._takes[TAKE_BATCH:]
+                try:
+                    async with self._writing:
+                        answers = await self._take_many([(key, tokens) for key, tokens, _ in batch])
+                except Exception as exc:
+                    for *_, taken in batch:
+                        if not taken.done():
+                            taken.set_exception(exc)
+                else:
+                    for (*_, taken), answer in zip(batch, answers, strict=True):
+                        if not taken.done():
+                            taken.set_result(answer)
+                batch = []
+        finally:
+            self._taker = None
+            for *_, taken in (*batch, *self._takes):  # cancelled (closing): nobody waits
+                if not taken.done():
+                    taken.cancel()
+            self._takes = []
+
+    async def _take_many(
+        self, asked: list[tuple[str, Sequence[Hashable] | None]]
+    ) -> list[list[HeldRequest]]:
+        """The takes of ``asked`` in one pipelined round trip (with ``_writing`` held):
+        what waits in this process is taken here, the rest by one script call each."""
+        plans = []
+        calls = []
+        for key, tokens in asked:
             mine = self._mine.get(key, {})
             if tokens is None:
                 wanted = [entry for entry in mine if (key, entry) not in self._inflight]
             else:
                 wanted = [self._entry_id(token) for token in tokens]
             local = [entry for entry in wanted if (key, entry) in self._unwritten]
-            pairs: list[bytes] = []
+            call = None
             if tokens is None or len(local) < len(wanted):
                 remote = () if tokens is None else [e for e in wanted if e not in local]
-                pairs = await self._script_in_step(
-                    "take",
-                    [
-                        self._key("held", key),
-                        self._key("generation"),
-                        self._key("receipt", uuid.uuid4().hex),
-                        self._key("holders"),
-                    ],
-                    [self.prefix, key, *remote],
+                call = len(calls)
+                calls.append(
+                    (
+                        "take",
+                        [
+                            self._key("held", key),
+                            self._key("generation"),
+                            self._key("receipt", uuid.uuid4().hex),
+                            self._key("holders"),
+                        ],
+                        [self.prefix, key, *remote],
+                    )
                 )
+            plans.append((key, wanted, local, call))
+        replies = await self._pipelined_in_step(calls) if calls else []
+        answers = []
+        for key, wanted, local, call in plans:
+            mine = self._mine.get(key, {})
+            pairs: list[bytes] = [] if call is None else replies[call]
             taken = [
                 (entry.decode(), value)
                 for entry, value in zip(pairs[::2], pairs[1::2], strict=True)
@@ -689,7 +876,8 @@ class RedisOriginStore:
                 mine.pop(entry, None)
             if not mine:
                 self._mine.pop(key, None)
-            return self._decode_held(key, taken, live)
+            answers.append(self._decode_held(key, taken, live))
+        return answers
 
     async def held_keys(self) -> list[str]:
         """Origins with requests held by processes that are gone (stopped or killed):
@@ -773,6 +961,8 @@ def encode_record(record: OriginRecord) -> bytes:
         if record.last_failure is None
         else record.last_failure[:FAILURE_LIMIT],
     }
+    if record.redirected_to is not None and len(record.redirected_to) <= REDIRECT_LIMIT:
+        header["redirected_to"] = record.redirected_to
     return json.dumps(header, separators=(",", ":")).encode() + b"\n" + record.body
 
 
@@ -794,6 +984,9 @@ def decode_record(data: bytes) -> OriginRecord:
         raise ValueError("failures is not a count")
     if failure is not None and not isinstance(failure, str):
         raise ValueError("last failure is not a string")
+    redirected_to = header.get("redirected_to")
+    if redirected_to is not None and not isinstance(redirected_to, str):
+        raise ValueError("redirect target is not a string")
     return OriginRecord(
         outcome=header["outcome"],
         status=status,
@@ -803,6 +996,7 @@ def decode_record(data: bytes) -> OriginRecord:
         failures=failures,
         retry_at=float(numbers[2]),
         last_failure=failure,
+        redirected_to=redirected_to,
     )
 
 
