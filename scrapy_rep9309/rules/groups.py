@@ -13,11 +13,18 @@ when a crawler it applies to first asks.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
+from itertools import compress, count, repeat
 
 from scrapy_rep9309.rules.parser import (
+    CLASSIFIED_PREFIXES,
+    KIND_OF_KEY,
+    KINDS,
     MAX_LINE_OCTETS,
+    RULE_KEY,
     classify,
+    fast_record,
     line_number_at,
     split_lines,
     tokenize_lines,
@@ -28,64 +35,70 @@ Record = tuple[int, int, bytes]
 #: Records that end a run of user-agent lines: RFC 9309's ``rule``, which
 #: draft-ietf-aipref-attach extends with ``content-usage``.
 _RULE_KINDS = ("allow", "disallow", "content_usage")
-_GLIMPSE = 1024
+_RULE_KIND_NUMBERS = frozenset(KINDS.index(kind) for kind in _RULE_KINDS if kind in KINDS)
 _WHITESPACE = frozenset(b" \t\n\v\f\r")
 _TOKEN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
-
-
-class _Group:
-    """One group: its user-agent values and the bytes of its lines.
-
-    A group runs from its first user-agent line to the next group's first one (or the
-    end of the file): that range holds all its rules and crawl-delay lines.
-    """
-
-    __slots__ = ("agents", "end", "start")
-
-    def __init__(self, start: int, first_agent: bytes) -> None:
-        self.start = start
-        self.end = -1
-        self.agents = [first_agent]
-
-    def names(self, token: bytes) -> bool:
-        """Whether a user-agent line of this group names ``token``, a valid lower-case
-        product token or ``*`` (RFC 9309 2.2.1; see :func:`~.useragent.group_token`).
-        """
-        size = len(token)
-        if token == b"*":
-            return any(
-                agent[:1] == b"*" and (len(agent) == 1 or agent[1] in _WHITESPACE)
-                for agent in self.agents
-            )
-        return any(
-            agent[:size].lower() == token and (len(agent) == size or agent[size] not in _TOKEN)
-            for agent in self.agents
-        )
+#: What may follow a product token in a user-agent value naming it.
+_NOT_TOKEN = frozenset(range(256)) - _TOKEN
 
 
 class GroupIndex:
     """The groups of one robots.txt body (RFC 9309 2.1), found without tokenizing it all.
 
     Consecutive user-agent lines start one group, and a user-agent line after a rule
-    starts the next; rules before the first user-agent line belong to none.
+    starts the next; rules before the first user-agent line belong to none. A group runs
+    from its first user-agent line to the next group's first one (or the end of the
+    file): that range holds all its rules and crawl-delay lines. The user-agent values
+    are kept in one list for the whole file (a file may have hundreds of groups), with
+    the position of each group's first one.
     """
 
-    __slots__ = ("_body", "_groups")
+    __slots__ = ("_agents", "_body", "_first_agents", "_starts")
 
     def __init__(self, body: bytes) -> None:
         self._body = body
-        self._groups = _find_groups(body, body.lower())
+        #: Where each group starts in the body, in file order; every ``User-agent``
+        #: value, as written, in file order; for each group, the index in ``_agents`` of
+        #: its first value.
+        self._starts, self._agents, self._first_agents = _find_groups(body, body.lower())
 
     def __len__(self) -> int:
-        return len(self._groups)
+        return len(self._starts)
 
     def naming(self, token: bytes) -> list[int]:
-        """Indexes of the groups naming ``token`` (a lower-case product token, or ``*``)."""
-        return [index for index, group in enumerate(self._groups) if group.names(token)]
+        """Indexes of the groups naming ``token`` (a lower-case product token, or ``*``).
+
+        A user-agent value names ``token`` when it starts with it, case aside, and goes
+        on with no token character (RFC 9309 2.2.1; see :func:`~.useragent.group_token`);
+        ``*`` only when followed by whitespace or nothing. The values that start with
+        ``token`` are found at C speed, as most files name few crawlers.
+        """
+        agents = self._agents
+        size = len(token)
+        if token == b"*":
+            starting = map(bytes.startswith, agents, repeat(token))
+            follows = _WHITESPACE
+        else:
+            starting = map(bytes.startswith, map(bytes.lower, agents), repeat(token))
+            follows = _NOT_TOKEN
+        named = [
+            bisect_right(self._first_agents, position) - 1
+            for position in compress(count(), starting)
+            if len(agents[position]) == size or agents[position][size] in follows
+        ]
+        return named if len(named) < 2 else list(dict.fromkeys(named))
+
+    def _bounds(self, index: int) -> tuple[int, int]:
+        """Where group ``index`` starts and ends in the body."""
+        starts = self._starts
+        end = starts[index + 1] if index + 1 < len(starts) else len(self._body)
+        return starts[index], end
 
     def agents(self, index: int) -> list[bytes]:
         """The ``User-agent`` values of group ``index``, as written."""
-        return list(self._groups[index].agents)
+        first_agents = self._first_agents
+        end = first_agents[index + 1] if index + 1 < len(first_agents) else len(self._agents)
+        return self._agents[first_agents[index] : end]
 
     def collect(
         self,
@@ -95,10 +108,9 @@ class GroupIndex:
         crawl_delays: dict[int, bytes],
     ) -> None:
         """Add the records of group ``index`` to the dicts (line number -> value)."""
-        group = self._groups[index]
-        lines = split_lines(self._body[group.start : group.end])
-        collector = _RuleCollector(allows, disallows, crawl_delays)
-        tokenize_lines(lines, collector, line_number_at(self._body, group.start))
+        start, end = self._bounds(index)
+        lines = split_lines(self._body[start:end])
+        _collect(lines, line_number_at(self._body, start), allows, disallows, crawl_delays)
 
     def span(self, index: int) -> tuple[int, int, int]:
         """``(start, end, line number of start)`` of group ``index`` in the body.
@@ -107,8 +119,8 @@ class GroupIndex:
         which user-agent lines a ``Crawl-delay`` follows): the caller tokenizes
         ``body[start:end]`` itself, so :meth:`collect` stays as lean as it can be.
         """
-        group = self._groups[index]
-        return group.start, group.end, line_number_at(self._body, group.start)
+        start, end = self._bounds(index)
+        return start, end, line_number_at(self._body, start)
 
 
 def records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> list[Record]:
@@ -117,61 +129,137 @@ def records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> l
     Every such line contains ``needle`` (lower-case) within its first
     :data:`MAX_LINE_OCTETS` octets, so only lines where a C-speed search of
     ``lowered`` (``lines.lower()``) finds it are tokenized, by the rule
-    :func:`~.parser.tokenize` uses.
+    :func:`~.parser.tokenize` uses (its fast path first, inlined, as the tokenizer's).
     """
     has_cr = 13 in lines  # b"\r"
+    kind_number = KINDS.index(kind) if kind in KINDS else -1
+    kind_of_key = KIND_OF_KEY
     records = []
     found = lowered.find(needle)
     while found >= 0:
-        start = lowered.rfind(b"\n", 0, found) + 1
-        end = lowered.find(b"\n", found)
-        if end < 0:
-            end = len(lowered)
         if has_cr:
-            start = max(start, lowered.rfind(b"\r", start, found) + 1)
-            carriage_return = lowered.find(b"\r", found, end)
-            end = end if carriage_return < 0 else carriage_return
-        record = classify(lines[start : min(end, start + MAX_LINE_OCTETS)])
-        if record is not None and record[0] == kind:
-            records.append((start, end, record[1]))
+            start, end = _line_around(lowered, found, has_cr)
+        else:
+            start = lowered.rfind(b"\n", 0, found) + 1
+            end = lowered.find(b"\n", found)
+            if end < 0:
+                end = len(lowered)
+        line = lines[start:end]
+        if end - start > MAX_LINE_OCTETS:
+            line = line[:MAX_LINE_OCTETS]
+        key, colon, value = line.partition(b":")
+        number = kind_of_key.get(key) if colon else None
+        if number is None:
+            record = classify(line)
+            if record is not None and record[0] == kind:
+                records.append((start, end, record[1]))
+        elif number == kind_number:
+            if 35 in value:  # b"#"
+                value = value[: value.index(35)]
+            records.append((start, end, value.strip()))
         found = lowered.find(needle, end)
     return records
 
 
-def _has_rule(body: bytes, start: int, end: int) -> bool:
-    """Whether a line of ``body[start:end]`` is an allow or disallow record (even empty).
+def _line_around(lowered: bytes, found: int, has_cr: bool) -> tuple[int, int]:
+    """Start and end (its line break, or the end of the body) of the line holding ``found``."""
+    start = lowered.rfind(b"\n", 0, found) + 1
+    end = lowered.find(b"\n", found)
+    if end < 0:
+        end = len(lowered)
+    if has_cr:
+        start = max(start, lowered.rfind(b"\r", start, found) + 1)
+        carriage_return = lowered.find(b"\r", found, end)
+        end = end if carriage_return < 0 else carriage_return
+    return start, end
 
-    A rule usually follows its user-agent lines at once: look at the first few lines
-    before splitting a whole group (thousands of lines) into a list.
+
+def _has_rule(body: bytes, lowered: bytes, start: int, end: int, has_cr: bool) -> bool:
+    """Whether a line of ``body[start:end]`` (whole lines) is a rule record (even empty).
+
+    Only lines holding a piece of a rule's key (:data:`~.parser.RULE_KEY`) are
+    classified, found by a C-speed search of ``lowered``; the first one usually is.
     """
-    glimpse_end = min(end, start + _GLIMPSE)
-    lines = split_lines(body[start:glimpse_end])
-    if glimpse_end < end:
-        lines = lines[:-1]  # may be cut short
-    if any(_is_rule(line) for line in lines):
-        return True
-    return glimpse_end < end and any(map(_is_rule, split_lines(body[start:end])))
-
-
-def _is_rule(line: bytes) -> bool:
-    record = classify(line) if line else None
-    return record is not None and record[0] in _RULE_KINDS
-
-
-def _find_groups(body: bytes, lowered: bytes) -> list[_Group]:
-    groups: list[_Group] = []
-    previous_end = 0
-    for start, end, agent in records_of_kind(body, lowered, "user_agent", b"agent"):
-        if groups and not _has_rule(body, previous_end, start):
-            groups[-1].agents.append(agent)
+    found = RULE_KEY.search(lowered, start, end)
+    while found is not None:
+        line_start, line_end = _line_around(lowered, found.start(), has_cr)
+        line = body[line_start : min(line_end, line_start + MAX_LINE_OCTETS)]
+        record = fast_record(line)
+        if record is not None:
+            if record[0] in _RULE_KIND_NUMBERS:
+                return True
         else:
-            if groups:
-                groups[-1].end = start
-            groups.append(_Group(start, agent))
+            classified = classify(line)
+            if classified is not None and classified[0] in _RULE_KINDS:
+                return True
+        found = RULE_KEY.search(lowered, line_end, end)
+    return False
+
+
+def _find_groups(body: bytes, lowered: bytes) -> tuple[list[int], list[bytes], list[int]]:
+    """Group starts, user-agent values and each group's first value (see :class:`GroupIndex`)."""
+    starts: list[int] = []
+    agents: list[bytes] = []
+    first_agents: list[int] = []
+    has_cr = 13 in body  # b"\r"
+    previous_end = -1
+    for start, end, agent in records_of_kind(body, lowered, "user_agent", b"agent"):
+        # Most user-agent lines follow another, or a rule at once: the search answers.
+        if previous_end < 0 or (
+            RULE_KEY.search(lowered, previous_end, start) is not None
+            and _has_rule(body, lowered, previous_end, start, has_cr)
+        ):
+            starts.append(start)
+            first_agents.append(len(agents))
+        agents.append(agent)
         previous_end = end
-    if groups:
-        groups[-1].end = len(body)
-    return groups
+    return starts, agents, first_agents
+
+
+def _collect(
+    lines: list[bytes],
+    first_line_no: int,
+    allows: dict[int, bytes],
+    disallows: dict[int, bytes],
+    crawl_delays: dict[int, bytes],
+) -> None:
+    """:func:`~.parser.tokenize_lines` with a :class:`_RuleCollector`, its loop specialised.
+
+    The lines its fast path takes (nearly all of a group's) are filed here, with no call
+    per line; every other line goes through ``tokenize_lines`` itself, in line order.
+    """
+    tables = (None, allows, disallows, None, crawl_delays)  # by kind number, as KINDS
+    kind_of_key = KIND_OF_KEY
+    collector = None
+    for line_no, line in enumerate(lines, first_line_no):
+        key, colon, value = line.partition(b":")
+        if colon:
+            kind = kind_of_key.get(key)
+            if kind is None:
+                kind = kind_of_key.get(key.lower())
+            if kind is not None:
+                table = tables[kind]
+                if table is not None:
+                    if 35 in value:  # b"#": an int, as in tokenize_lines
+                        value = value[: value.index(35)]
+                    table[line_no] = value.strip()
+                continue
+            # Skipped as tokenize_lines skips them, without a call: a comment (a "#"
+            # with nothing before it), an unknown key that no known one starts.
+            if 35 in key:
+                if not key[: key.index(35)].strip():
+                    continue
+            elif not key.lower().lstrip().startswith(CLASSIFIED_PREFIXES):
+                continue
+        else:  # the common colon-less lines (comments, blank lines, prose) likewise
+            uncommented = line.partition(b"#")[0]
+            if len(uncommented.split(None, 2)) != 2 and not (
+                b"\x0b" in uncommented or b"\x0c" in uncommented
+            ):
+                continue
+        if collector is None:
+            collector = _RuleCollector(allows, disallows, crawl_delays)
+        tokenize_lines([line], collector, line_no)
 
 
 class _RuleCollector:

@@ -84,7 +84,7 @@ _ALL_PREFIXES = tuple(_EXACT_KEYS)
 _EXACT_ONLY_KEYS: dict[bytes, str] = {b"content-signal": "content_signal", b"license": "license"}
 _CONTENT_USAGE_KEY = b"content-usage"
 #: Keys that an unknown-looking key may turn out to be once classified.
-_CLASSIFIED_PREFIXES = (*_ALL_PREFIXES, *_EXACT_ONLY_KEYS, _CONTENT_USAGE_KEY)
+CLASSIFIED_PREFIXES = (*_ALL_PREFIXES, *_EXACT_ONLY_KEYS, _CONTENT_USAGE_KEY)
 #: draft-ietf-aipref-attach, "Processing Content-Usage Rules": SP and HTAB (only) are
 #: ignored around the label and the colon; the rule value runs to the first "#".
 _CONTENT_USAGE_LINE = re.compile(rb"[ \t]*content-usage[ \t]*:[ \t]*([^#]*)", re.IGNORECASE)
@@ -157,13 +157,38 @@ def _spellings(key: bytes) -> Iterator[bytes]:
         yield from (cased, cased + b" ", b" " + cased, b" " + cased + b" ", cased + b"\t")
 
 
-_KINDS = ("user_agent", "allow", "disallow", "sitemap", "crawl_delay")
+#: The kinds :func:`fast_record` tells, by number.
+KINDS = ("user_agent", "allow", "disallow", "sitemap", "crawl_delay")
 #: Key as found before the colon (common spellings, and all lower-case ones) -> kind index.
-_KIND_OF_KEY: dict[bytes, int] = {
-    spelling: _KINDS.index(kind)
-    for key, kind in _EXACT_KEYS.items()
-    for spelling in _spellings(key)
+KIND_OF_KEY: dict[bytes, int] = {
+    spelling: KINDS.index(kind) for key, kind in _EXACT_KEYS.items() for spelling in _spellings(key)
 }
+#: Finds, in lower-cased text, every line that may hold a rule record (``Allow`` and
+#: ``Disallow`` in all their spellings, ``Content-Usage``): its key is in the line.
+RULE_KEY = re.compile(
+    b"|".join(
+        [re.escape(key) for key, kind in _KEY_PREFIXES if kind in ("allow", "disallow")]
+        + [re.escape(_CONTENT_USAGE_KEY)]
+    )
+)
+
+
+def fast_record(line: bytes) -> tuple[int, bytes] | None:
+    """``(kind number in KINDS, value)`` of a ``key: value`` line whose key is a known one
+    as commonly written (the tokenizer's fast path, which most lines take); ``None`` for
+    any other line, which :func:`classify` must read.
+    """
+    key, colon, value = line.partition(b":")
+    if not colon:
+        return None
+    kind = KIND_OF_KEY.get(key)
+    if kind is None:
+        kind = KIND_OF_KEY.get(key.lower())
+        if kind is None:
+            return None
+    if _HASH in value:
+        value = value[: value.index(_HASH)]
+    return kind, value.strip()
 
 
 def prepare(body: bytes, max_size: int = MIN_MAX_SIZE) -> bytes:
@@ -174,7 +199,7 @@ def prepare(body: bytes, max_size: int = MIN_MAX_SIZE) -> bytes:
 def split_lines(data: bytes) -> list[bytes]:
     """Split on CR, LF and CRLF (one line each) and cut lines to :data:`MAX_LINE_OCTETS`."""
     lines = data.splitlines()
-    if len(data) > MAX_LINE_OCTETS:
+    if len(data) > MAX_LINE_OCTETS and max(map(len, lines)) > MAX_LINE_OCTETS:
         lines = [line[:MAX_LINE_OCTETS] for line in lines]
     return lines
 
@@ -203,12 +228,11 @@ def classify(line: bytes) -> tuple[str, bytes] | None:
 
 def line_number_at(data: bytes, offset: int) -> int:
     """1-based number of the line starting at ``offset`` (CR, LF and CRLF end one line each)."""
-    return (
-        data.count(b"\n", 0, offset)
-        + data.count(b"\r", 0, offset)
-        - data.count(b"\r\n", 0, offset)
-        + 1
-    )
+    carriage_returns = data.count(b"\r", 0, offset)
+    line_feeds = data.count(b"\n", 0, offset)
+    if not carriage_returns:  # most files
+        return line_feeds + 1
+    return line_feeds + carriage_returns - data.count(b"\r\n", 0, offset) + 1
 
 
 def tokenize(body: bytes, handler: RobotsTxtHandler, max_size: int = MIN_MAX_SIZE) -> None:
@@ -226,7 +250,7 @@ def tokenize_lines(lines: list[bytes], handler: RobotsTxtHandler, first_line_no:
         handler.crawl_delay,
     )
     unknown = handler.unknown
-    kind_of_key = _KIND_OF_KEY
+    kind_of_key = KIND_OF_KEY
     for line_no, line in enumerate(lines, first_line_no):
         # Fast path, taken by most lines: "key: value" with a known key (which holds no "#").
         key, colon, value = line.partition(b":")
@@ -243,7 +267,7 @@ def tokenize_lines(lines: list[bytes], handler: RobotsTxtHandler, first_line_no:
             # (comment before the colon, key merely starting with a known one, a
             # record the fast path leaves to ``classify``).
             if unknown is None and _HASH not in key:
-                if not key.lower().lstrip().startswith(_CLASSIFIED_PREFIXES):
+                if not key.lower().lstrip().startswith(CLASSIFIED_PREFIXES):
                     continue
         else:
             # Most colon-less lines are HTML or prose: reject them cheaply. Two words

@@ -78,7 +78,8 @@ def utf8_octets(text: str) -> bytes:
 
 
 def _http_path_start(url: str) -> int:
-    """Where the path of an ``http[s]://host/...`` URL starts; -1 for any other shape."""
+    """Where the path of an ``http[s]://host/...`` URL starts (its end for ``http[s]://host``,
+    whose path is empty); -1 for any other shape."""
     if url.startswith("https://"):
         authority_start = 8
     elif url.startswith("http://"):
@@ -87,7 +88,7 @@ def _http_path_start(url: str) -> int:
         return -1
     slash = url.find("/", authority_start)
     if slash < 0:
-        return -1
+        slash = len(url)
     authority = url[authority_start:slash]
     if "?" in authority or ";" in authority or "#" in authority:
         return -1
