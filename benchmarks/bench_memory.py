@@ -51,6 +51,9 @@ from twisted.internet.defer import Deferred
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
 
+# The crawler and the URLs each origin is asked about: the same as the parser benchmark's.
+from bench_parser import TYPICAL_PATHS, USER_AGENT  # noqa: E402
+
 from scrapy_rep9309.integration.middleware import RobotsTxtMiddleware  # noqa: E402
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE, FetchResult, answered  # noqa: E402
 from scrapy_rep9309.policy.origin import Origin  # noqa: E402
@@ -60,18 +63,6 @@ from scrapy_rep9309.rules.parser import prepare  # noqa: E402
 
 #: The target: bytes held per origin at most this many times the average body.
 TARGET_RATIO = 1.0
-USER_AGENT = "Scrapy/2.19 (+https://scrapy.org)"
-#: The URLs each origin is asked about (the same as bench_parser's typical paths).
-TYPICAL_PATHS = (
-    "/",
-    "/search?q=robots",
-    "/about/",
-    "/admin/login.php",
-    "/products/item-42.html?ref=home",
-    "/wp-admin/admin-ajax.php",
-    "/cgi-bin/test",
-    "/images/logo.png",
-)
 #: Where an allocation was made -> what it is part of (the innermost frame in one of
 #: these files decides; anything else is "machine/other").
 CATEGORIES = (

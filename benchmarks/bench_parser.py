@@ -38,6 +38,10 @@ from typing import Any
 
 from protego import Protego
 
+# This checkout's package, not an installed one (an editable install of another
+# checkout would otherwise be measured).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from scrapy_rep9309 import RobotsTxt
 from scrapy_rep9309.rules import core
 

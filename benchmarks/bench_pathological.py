@@ -20,6 +20,11 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+
+# This checkout's package, not an installed one (an editable install of another
+# checkout would otherwise be measured).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scrapy_rep9309 import RobotsTxt
 from scrapy_rep9309.rules import core
