@@ -47,7 +47,7 @@ from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_d
 from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
-from scrapy_rep9309.rules.matcher import ROBOTS_TXT_PATH
+from scrapy_rep9309.rules.matcher import is_robots_txt
 from scrapy_rep9309.rules.usage import combine_statements, header_preferences
 from scrapy_rep9309.rules.useragent import token_problem
 
@@ -510,12 +510,9 @@ def _skipped(request: Request) -> bool:
 
 
 def _asks_for_robots_txt(request: Request) -> bool:
-    """Whether ``request`` is a GET of its origin's ``/robots.txt`` (no query): what the
-    copy this middleware fetched can answer."""
-    if request.method != "GET":
-        return False
-    parts = urlparse_cached(request)
-    return parts.path == ROBOTS_TXT_PATH and not parts.query and not parts.params
+    """Whether ``request`` is a GET of its origin's ``/robots.txt`` (the one rule of which
+    URLs that is, ``is_robots_txt``): what the copy this middleware fetched can answer."""
+    return request.method == "GET" and is_robots_txt(request.url)
 
 
 def _refusal_text(decision: Decision | None, extra_user_agents: tuple[str, ...]) -> str:
