@@ -20,6 +20,7 @@ from scrapy_rep9309.policy.report import (
     OriginReport,
     ReportTotals,
     all_forbidden_warnings,
+    crawl_totals,
     summary_line,
 )
 from scrapy_rep9309.storage.lru import LRUCache
@@ -103,10 +104,7 @@ class Accounting:
     def nothing_allowed(self) -> bool:
         """Whether robots.txt refused requests (forbidden or usage-refused) and let none
         through, in the whole crawl so far (forgotten origins included)."""
-        reports = self._reports.values()
-        if self.folded.allowed or any(r.allowed for r in reports):
-            return False
-        return bool(self.folded.refused) or any(r.forbidden or r.usage_refused for r in reports)
+        return crawl_totals(self._reports.values(), self.folded).nothing_allowed
 
     def reports(self) -> list[OriginReport]:
         """Copies of the reports kept (the origins in memory), sorted by origin."""

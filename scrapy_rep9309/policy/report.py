@@ -108,6 +108,20 @@ class ReportTotals:
             named = sorted([*self.most_refused, report], key=_most_refused_first)
             self.most_refused = named[:ALL_FORBIDDEN_NAMED]
 
+    @property
+    def nothing_allowed(self) -> bool:
+        """Whether robots.txt refused requests and let none through."""
+        return not self.allowed and bool(self.refused)
+
+
+def crawl_totals(reports: Iterable[OriginReport], folded: ReportTotals | None) -> ReportTotals:
+    """The totals of the whole crawl: the ``folded`` ones of the origins forgotten (left
+    as they are) plus the reports still kept."""
+    totals = ReportTotals() if folded is None else replace(folded, outcomes=+folded.outcomes)
+    for report in reports:
+        totals.add(report)
+    return totals
+
 
 def _most_refused_first(report: OriginReport) -> tuple[int, str]:
     return -(report.forbidden + report.usage_refused), report.origin
@@ -120,9 +134,7 @@ def summary_line(
 ) -> str:
     """One line: origins by outcome and how many state usage preferences (the reports
     kept and the ``folded`` totals of those forgotten), then the robotstxt/* counts."""
-    totals = ReportTotals() if folded is None else replace(folded, outcomes=+folded.outcomes)
-    for report in reports:
-        totals.add(report)
+    totals = crawl_totals(reports, folded)
     by_outcome = ", ".join(f"{totals.outcomes[name]} {name}" for name in OUTCOME_ORDER)
     counts = ", ".join(f"{name} {stats.get(f'robotstxt/{name}', 0)}" for name in SUMMARY_STATS)
     return (
@@ -141,22 +153,20 @@ def all_forbidden_warnings(
     most, the most refused first, then how many more). Empty when nothing is to say.
     ``folded``: the totals of the origins whose reports are no longer kept."""
     reports = list(reports)
-    totals = ReportTotals() if folded is None else folded
-    blocked = [report for report in reports if report.all_forbidden is not None]
-    count = len(blocked) + totals.blocked
+    totals = crawl_totals(reports, folded)
+    count = totals.blocked
     if not count:
         return []
     lines = []
-    if not totals.allowed and not any(report.allowed for report in reports):
-        refused = totals.refused + sum(
-            report.forbidden + report.usage_refused for report in reports
-        )
+    if totals.nothing_allowed:
         lines.append(
-            f"robots.txt let no request of this crawl through: {refused} requests forbidden "
-            f"or usage-refused, none allowed; check ROBOTSTXT_USER_AGENT / USER_AGENT and the "
-            f"origins below"
+            f"robots.txt let no request of this crawl through: {totals.refused} requests "
+            "forbidden or usage-refused, none allowed; check ROBOTSTXT_USER_AGENT / USER_AGENT "
+            "and the origins below"
         )
-    shown = sorted([*blocked, *totals.most_refused], key=_most_refused_first)[:named]
+    blocked = [report for report in reports if report.all_forbidden is not None]
+    earlier = [] if folded is None else folded.most_refused
+    shown = sorted([*blocked, *earlier], key=_most_refused_first)[:named]
     listed = "; ".join(
         f"{report.origin} ({report.forbidden + report.usage_refused} requests, "
         f"first by {report.all_forbidden})"
