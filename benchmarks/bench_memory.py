@@ -212,17 +212,21 @@ def _ratio_line(held_per_origin: float, body_average: float) -> str:
     )
 
 
-def measure_everything(bodies: Sequence[bytes], origins: int) -> None:
-    """Run 1: every origin kept; bytes held per origin against the bodies."""
-    crawl = Crawl.start(bodies, cache_size=origins + 1)
-    crawl.visit(0)  # warm up: first-use caches, the reactor's first timers
+def held_after_visits(crawl: Crawl, origins: int) -> Counter[str]:
+    """Bytes still held, by category, after origins 1 to ``origins`` went through ``crawl``."""
     gc.collect()
     before = tracemalloc.take_snapshot()
     for index in range(1, origins + 1):
         crawl.visit(index)
     gc.collect()
-    after = tracemalloc.take_snapshot()
-    held = held_by_category(before, after)
+    return held_by_category(before, tracemalloc.take_snapshot())
+
+
+def measure_everything(bodies: Sequence[bytes], origins: int) -> None:
+    """Run 1: every origin kept; bytes held per origin against the bodies."""
+    crawl = Crawl.start(bodies, cache_size=origins + 1)
+    crawl.visit(0)  # warm up: first-use caches, the reactor's first timers
+    held = held_after_visits(crawl, origins)
     body_total = sum(len(crawl.body_of(index + 1024)) for index in range(1, origins + 1))
     body_average = body_total / origins
     per_origin = sum(held.values()) / origins
@@ -244,13 +248,7 @@ def measure_everything(bodies: Sequence[bytes], origins: int) -> None:
 def measure_bounded(bodies: Sequence[bytes], origins: int, cache_size: int) -> None:
     """Run 2: more origins than REP9309_CACHE_SIZE: what is kept stays bounded."""
     crawl = Crawl.start(bodies, cache_size=cache_size)
-    gc.collect()
-    before = tracemalloc.take_snapshot()
-    for index in range(1, origins + 1):
-        crawl.visit(index)
-    gc.collect()
-    after = tracemalloc.take_snapshot()
-    held = sum(held_by_category(before, after).values())
+    held = sum(held_after_visits(crawl, origins).values())
     middleware = crawl.middleware
     driver = middleware.driver
     reports = len(middleware.accounting.reports())
