@@ -24,6 +24,7 @@ from collections.abc import Coroutine, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydispatch.dispatcher import getAllReceivers, liveReceivers
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
@@ -722,7 +723,10 @@ class OriginDriver:
         signal = getattr(signals, "robots_parsed", None)
         if signal is None:  # Scrapy < 2.18
             return
-        await self.crawler.signals.send_catch_log_async(
+        manager = self.crawler.signals
+        if not any(liveReceivers(getAllReceivers(manager.sender, signal))):
+            return  # nobody listens: spare building the parser and the asynchronous send
+        await manager.send_catch_log_async(
             signal=signal, robotparser=RobotParser(rules), request=trigger
         )
 
