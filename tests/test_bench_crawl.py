@@ -1,0 +1,99 @@
+"""benchmarks/bench_crawl.py: its fetch-only contender does the fetches it claims, and a tiny run
+prints every contender and the bound line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from benchmarks import bench_crawl
+from benchmarks._fetch_only import DOWNLOADED_STAT, FAILED_STAT, STARTED_STAT
+from tests.crawl import run_crawl
+from tests.servers import ServerPool, reset, rules
+
+REPO = Path(__file__).resolve().parent.parent
+FETCH_ONLY_ENABLED = {
+    "ROBOTSTXT_OBEY": False,
+    "DOWNLOADER_MIDDLEWARES": {"benchmarks._fetch_only.FetchOnlyMiddleware": 100},
+}
+PAGES = [f"/page/{n}" for n in range(3)]
+
+
+@deferred_f_from_coro_f
+async def test_fetch_only_downloads_each_robots_txt_once_and_waits_for_none(
+    servers: ServerPool,
+) -> None:
+    slow = servers.add(rules("User-agent: *\nDisallow: /\n", delay=1.5))
+    quick = servers.add(rules("User-agent: *\nDisallow: /\n"))
+    pages = slow.urls(PAGES) + quick.urls(PAGES)
+
+    result = await run_crawl(pages, enable=FETCH_ONLY_ENABLED)
+
+    # Nothing is decided: every page is crawled although robots.txt disallows it.
+    assert result.urls == set(pages)
+    assert len(slow.robots_fetches) == len(quick.robots_fetches) == 1
+    # Its own robots.txt requests start no download of their own.
+    assert result.stat(STARTED_STAT) == result.stat(DOWNLOADED_STAT) == 2
+    assert result.stat(FAILED_STAT) == 0
+    # The slow origin's pages did not wait for its robots.txt.
+    slow_pages_done = max(seen.time for seen in result.responses if seen.url.startswith(slow.base))
+    assert slow_pages_done - result.started < 1.2
+
+
+@deferred_f_from_coro_f
+async def test_fetch_only_counts_a_failed_download_and_logs_no_error(servers: ServerPool) -> None:
+    site = servers.add(reset())
+
+    # Without retries: RetryMiddleware's own "Gave up retrying" is an ERROR line of Scrapy's.
+    result = await run_crawl(site.urls(PAGES), {"RETRY_ENABLED": False}, enable=FETCH_ONLY_ENABLED)
+
+    assert result.urls == set(site.urls(PAGES))
+    assert result.stat(STARTED_STAT) == result.stat(FAILED_STAT) == 1
+    assert result.stat(DOWNLOADED_STAT) == 0
+    assert [record for record in result.logs if record.levelname in ("ERROR", "CRITICAL")] == []
+
+
+def test_every_contender_goes_first_in_turn() -> None:
+    contenders = bench_crawl.MIDDLEWARES
+    rounds = list(bench_crawl.alternating(2 * len(contenders)))
+    orders = [rounds[i : i + len(contenders)] for i in range(0, len(rounds), len(contenders))]
+    assert all(sorted(order) == sorted(contenders) for order in orders)
+    assert {order[0] for order in orders} == set(contenders)
+    assert "fetchonly" in contenders
+
+
+@pytest.mark.timeout(90)
+def test_a_tiny_run_prints_every_contender_and_the_bound() -> None:
+    args = "--origins 3 --pages 2 --rounds 1 --slow-delay 0.5 --slow-requests 2".split()
+    output = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_crawl.py"), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=80,
+    ).stdout
+
+    for scenario in ("broad", "head-of-line"):
+        for contender in ("builtin", "rep9309", "fetch-only", "floor"):
+            assert any(line.split()[:2] == [scenario, contender] for line in output.splitlines()), (
+                scenario,
+                contender,
+                output,
+            )
+    # One robots.txt per origin (three, plus the slow one in the head-of-line scenario).
+    assert "  broad        fetch-only 6 pages" in output
+    assert "3 robots.txt downloads" in output and "4 robots.txt downloads" in output
+    lines = {line.split(":")[0]: line for line in output.splitlines() if ":" in line}
+    assert "target >= 0.95x: " in lines["broad crawl"]
+    assert (
+        "fetch-only" in lines["broad crawl"] and "fetch-only" in lines["broad crawl CPU per page"]
+    )
+    assert "fetch-only" in lines["head-of-line, other origins done after"]
+    bound = [line for line in output.splitlines() if line.startswith("bound: ")]
+    assert bound[0].startswith("bound: the robots.txt downloads alone (fetch-only) reach "), output
+    assert "x the fetch-only bound (pages/s)" in bound[0]
