@@ -123,6 +123,11 @@ def test_the_bound_lines_say_out_of_reach_only_when_fetch_only_is_the_cheapest(
     bench_crawl.report_bound(rate, {**cpu, "builtin": 1.05}, {**done, "rep9309": 3.2})
     lines = capsys.readouterr().out.splitlines()
 
-    assert lines[1].startswith("bound: not shown in this run: builtin spent less CPU per page")
+    assert lines[1].startswith("bound: not shown in this run: builtin beat fetch-only")
     assert lines[2].startswith("bound: head-of-line not shown in this run:")
     assert not any("out of reach" in line for line in lines)
+
+    bench_crawl.report_bound({**rate, "rep9309": 910.0}, cpu, done)
+    lines = capsys.readouterr().out.splitlines()
+
+    assert lines[1].startswith("bound: not shown in this run: rep9309 beat fetch-only")
