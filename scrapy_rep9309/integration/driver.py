@@ -20,7 +20,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Hashable
+from collections.abc import Coroutine, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
 from twisted.internet.defer import Deferred, gatherResults
 
+from scrapy_rep9309.integration import atonce
 from scrapy_rep9309.integration.fetch import fetch_robots_txt
 from scrapy_rep9309.integration.robotparser import RobotParser
 from scrapy_rep9309.integration.timers import Timers
@@ -204,6 +205,13 @@ class OriginDriver:
         in one process the driver's own copy is the only one anyone reads, and skipping
         it spares two store calls per held request."""
         return bool(getattr(self.store, "keeps_held_requests", True))
+
+    @property
+    def _answers_at_once(self) -> bool:
+        """Whether the store's calls complete without waiting (the memory store's): the
+        driver then runs them on the spot, sparing a task and a trip round the event loop
+        per call (a new origin needs three)."""
+        return bool(getattr(self.store, "answers_at_once", False))
 
     @property
     def shared(self) -> bool:
@@ -499,24 +507,25 @@ class OriginDriver:
         return self.settings.defer_timeout
 
     def _carry_out(self, origin: Origin, machine: OriginMachine, actions: list[Action]) -> None:
+        store_calls: list[Coroutine[Any, Any, None]] = []
         for action in actions:
             effect = action.effect
             if effect is Effect.HOLD:
                 self._copy_to_store(origin, action.held)
             elif effect is Effect.LOAD:
-                self._spawn(self._load(origin, machine))
+                store_calls.append(self._load(origin, machine))
             elif effect is Effect.ACQUIRE_LEASE:
-                self._spawn(self._acquire_lease(origin, machine))
+                store_calls.append(self._acquire_lease(origin, machine))
             elif effect is Effect.FETCH:
                 self._start_fetch(origin, machine)
             elif effect is Effect.STORE:
                 if any(later.effect is Effect.RELEASE_LEASE for later in actions):
-                    self._spawn(self._save_then_release_lease(origin, machine, action))
+                    store_calls.append(self._save_then_release_lease(origin, machine, action))
                 else:
-                    self._spawn(self._save(origin, machine, action))
+                    store_calls.append(self._save(origin, machine, action))
             elif effect is Effect.RELEASE_LEASE:
                 if not any(earlier.effect is Effect.STORE for earlier in actions):
-                    self._spawn(self.store.release_lease(str(origin), self._owner))
+                    store_calls.append(self.store.release_lease(str(origin), self._owner))
             elif effect is Effect.RELEASE:
                 self._triggers.pop(origin, None)  # answered: no fetch needs its proxy now
                 self._release(origin, action)
@@ -533,6 +542,23 @@ class OriginDriver:
                     self._timers.cancel((origin, timer))
             elif effect is Effect.DROP:
                 self._drop(origin, action)
+        for call in store_calls:
+            self._call_store(call)
+
+    def _call_store(self, call: Coroutine[Any, Any, None]) -> None:
+        """Run a store call the machine asked for: on the spot when the store answers
+        without waiting (after the other effects of the same step, as a task would),
+        else as a task of its own."""
+        if not self._answers_at_once:
+            self._spawn(call)
+            return
+        try:
+            rest = atonce.start(call)
+        except Exception:
+            logger.exception("robots.txt handling failed")
+            return
+        if rest is not None:  # it waits after all: the rest runs as a task
+            self._spawn(rest)
 
     def _arm(self, origin: Origin, machine: OriginMachine, timer: Timer, at: float) -> None:
         if self._closing():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
@@ -136,9 +136,15 @@ class RobotsTxtMiddleware:
         if self._jobdir:
             await self._resume(read_state(self._jobdir))
 
-    def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
+    def request_scheduled(
+        self, request: Request, spider: Spider | None = None, **signal_arguments: Any
+    ) -> None:
         """Hold the request (raising IgnoreRequest keeps it out of the scheduler) if its
-        origin has no usable copy; let it through otherwise."""
+        origin has no usable copy; let it through otherwise.
+
+        ``**signal_arguments`` takes the dispatcher's ``signal`` and ``sender``: a receiver
+        that accepts any keyword spares the dispatcher sorting out which it accepts, on
+        every request of the crawl."""
         if self._closed:
             return
         meta = request.meta
@@ -481,7 +487,10 @@ class RobotsTxtMiddleware:
         """ROBOTSTXT_USER_AGENT, else the request's own header, else the crawl's."""
         if self.settings.user_agent:
             return self.settings.user_agent
-        header = request.headers.get(b"User-Agent")
+        headers = request.headers
+        if not headers:  # the usual case: UserAgentMiddleware comes after this one
+            return self._default_user_agent
+        header = headers.get(b"User-Agent")
         if header:
             return header.decode("latin-1")
         return self._default_user_agent

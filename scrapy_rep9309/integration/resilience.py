@@ -60,6 +60,11 @@ class PatientStore:
         """Whether the store wants a copy of held requests (the memory store does not)."""
         return bool(getattr(self.inner, "keeps_held_requests", True))
 
+    @property
+    def answers_at_once(self) -> bool:
+        """Whether the store's calls complete without waiting (the memory store's)."""
+        return bool(getattr(self.inner, "answers_at_once", False))
+
     async def open(self, codec: RequestCodec, on_change: ChangeCallback) -> None:
         await self.inner.open(codec, on_change)
 

@@ -18,6 +18,9 @@ has no usable copy there.
   its own copy of every held request either way.
 - **Changes by others** are announced through the callback given to ``open``, so that
   a process learns about a record another one stored.
+- **A store whose calls never wait** (the memory store) may say so with a true
+  ``answers_at_once`` attribute: the driver then runs its calls on the spot instead of
+  as tasks of their own (a call that waits after all still completes, as a task).
 - **A store shared by a fleet** of processes (``RedisStore``) says so with a true
   ``shared`` attribute and offers ``adopt_orphans`` (see ``SharedOriginStore``).
 - **Outages**: a call that cannot reach the store raises (``StoreUnavailable``); the

@@ -33,6 +33,8 @@ class MemoryStore:
     #: In one process the driver's own copy of a held request is the only one anyone
     #: reads: it gives this store none (a subclass that wants them sets True).
     keeps_held_requests = False
+    #: Every call completes without waiting: the driver runs them on the spot.
+    answers_at_once = True
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY, stats: Any = None) -> None:
         self._stats = stats
