@@ -1,0 +1,133 @@
+"""benchmarks/bench_crawl.py: its fetch-only contender does the fetches it claims, and a tiny run
+prints every contender and the bound line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from benchmarks import bench_crawl
+from benchmarks._fetch_only import DOWNLOADED_STAT, FAILED_STAT, STARTED_STAT
+from tests.crawl import run_crawl
+from tests.servers import ServerPool, reset, rules
+
+REPO = Path(__file__).resolve().parent.parent
+FETCH_ONLY_ENABLED = {
+    "ROBOTSTXT_OBEY": False,
+    "DOWNLOADER_MIDDLEWARES": {"benchmarks._fetch_only.FetchOnlyMiddleware": 100},
+}
+PAGES = [f"/page/{n}" for n in range(3)]
+
+
+@deferred_f_from_coro_f
+async def test_fetch_only_downloads_each_robots_txt_once_and_holds_only_the_first_request(
+    servers: ServerPool,
+) -> None:
+    slow = servers.add(rules("User-agent: *\nDisallow: /\n", delay=1.5))
+    quick = servers.add(rules("User-agent: *\nDisallow: /\n"))
+    pages = slow.urls(PAGES) + quick.urls(PAGES)
+
+    result = await run_crawl(pages, enable=FETCH_ONLY_ENABLED)
+
+    # Nothing is decided: every page is crawled although robots.txt disallows it.
+    assert result.urls == set(pages)
+    assert len(slow.robots_fetches) == len(quick.robots_fetches) == 1
+    # Its own robots.txt requests start no download of their own.
+    assert result.stat(STARTED_STAT) == result.stat(DOWNLOADED_STAT) == 2
+    assert result.stat(FAILED_STAT) == 0
+    # The slow origin's first request waited for its robots.txt; the others did not.
+    slow_times = sorted(
+        seen.time - result.started for seen in result.responses if seen.url.startswith(slow.base)
+    )
+    assert slow_times[-1] >= 1.4
+    assert slow_times[-2] < 1.2
+
+
+@deferred_f_from_coro_f
+async def test_fetch_only_counts_a_failed_download_and_logs_no_error(servers: ServerPool) -> None:
+    site = servers.add(reset())
+
+    # Without retries: RetryMiddleware's own "Gave up retrying" is an ERROR line of Scrapy's.
+    result = await run_crawl(site.urls(PAGES), {"RETRY_ENABLED": False}, enable=FETCH_ONLY_ENABLED)
+
+    assert result.urls == set(site.urls(PAGES))
+    assert result.stat(STARTED_STAT) == result.stat(FAILED_STAT) == 1
+    assert result.stat(DOWNLOADED_STAT) == 0
+    assert [record for record in result.logs if record.levelname in ("ERROR", "CRITICAL")] == []
+
+
+def test_every_contender_goes_first_in_turn() -> None:
+    contenders = bench_crawl.MIDDLEWARES
+    rounds = list(bench_crawl.alternating(2 * len(contenders)))
+    orders = [rounds[i : i + len(contenders)] for i in range(0, len(rounds), len(contenders))]
+    assert all(sorted(order) == sorted(contenders) for order in orders)
+    assert {order[0] for order in orders} == set(contenders)
+    assert "fetchonly" in contenders
+
+
+@pytest.mark.timeout(90)
+def test_a_tiny_run_prints_every_contender_and_the_bound() -> None:
+    args = "--origins 3 --pages 2 --rounds 1 --slow-delay 0.5 --slow-requests 2".split()
+    output = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_crawl.py"), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=80,
+    ).stdout
+
+    for scenario in ("broad", "head-of-line"):
+        for contender in ("builtin", "rep9309", "fetch-only", "floor"):
+            assert any(line.split()[:2] == [scenario, contender] for line in output.splitlines()), (
+                scenario,
+                contender,
+                output,
+            )
+    # One robots.txt per origin (three, plus the slow one in the head-of-line scenario).
+    assert "  broad        fetch-only 6 pages" in output
+    assert "3 robots.txt downloads" in output and "4 robots.txt downloads" in output
+    lines = {line.split(":")[0]: line for line in output.splitlines() if ":" in line}
+    assert "target >= 0.95x: " in lines["broad crawl"]
+    assert (
+        "fetch-only" in lines["broad crawl"] and "fetch-only" in lines["broad crawl CPU per page"]
+    )
+    assert "fetch-only" in lines["head-of-line, other origins done after"]
+    bound = [line for line in output.splitlines() if line.startswith("bound: ")]
+    assert bound[0].startswith("bound: the robots.txt downloads alone (fetch-only) reach "), output
+    assert "x the fetch-only bound (pages/s)" in bound[0]
+
+
+def test_the_bound_lines_say_out_of_reach_only_when_fetch_only_is_the_cheapest(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rate = {"builtin": 880.0, "rep9309": 850.0, "fetchonly": 900.0, "floor": 1000.0}
+    cpu = {"builtin": 1.2, "rep9309": 1.3, "fetchonly": 1.1, "floor": 1.0}
+    done = {"builtin": 8.0, "rep9309": 3.5, "fetchonly": 3.3, "floor": 3.0}
+
+    bench_crawl.report_bound(rate, cpu, done)
+    lines = capsys.readouterr().out.splitlines()
+
+    assert lines[0] == (
+        "bound: the robots.txt downloads alone (fetch-only) reach 0.90x the floor's pages/s and "
+        "1.10x its head-of-line time; rep9309 is 0.94x the fetch-only bound (pages/s), 1.06x its "
+        "head-of-line time, and its CPU per page over the floor is 3.00x fetch-only's"
+    )
+    assert "target >= 0.95x the floor is out of reach" in lines[1] and "0.90x" in lines[1]
+    assert "target <= 1.05x the floor's time is out of reach" in lines[2] and "1.10x" in lines[2]
+
+    bench_crawl.report_bound(rate, {**cpu, "builtin": 1.05}, {**done, "rep9309": 3.2})
+    lines = capsys.readouterr().out.splitlines()
+
+    assert lines[1].startswith("bound: not shown in this run: builtin beat fetch-only")
+    assert lines[2].startswith("bound: head-of-line not shown in this run:")
+    assert not any("out of reach" in line for line in lines)
+
+    bench_crawl.report_bound({**rate, "rep9309": 910.0}, cpu, done)
+    lines = capsys.readouterr().out.splitlines()
+
+    assert lines[1].startswith("bound: not shown in this run: rep9309 beat fetch-only")
