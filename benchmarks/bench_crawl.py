@@ -16,10 +16,11 @@ another subprocess:
   else: no parsing, no decision; only the origin's first request waits for the download
   (so the page reuses its connection, as with any handling that decides before sending),
   later ones go at once. Every origin's robots.txt is one more download on top of its
-  pages, and the crawl is CPU-bound: what this contender costs over the floor is the
-  cost of those downloads alone, the bound for any robots.txt handling that downloads
-  through the engine. The targets measured against the floor are read against it: when
-  fetch-only itself misses them, no such handling can meet them on this benchmark.
+  pages, and the crawl is CPU-bound: what this contender costs over the floor is meant
+  as the cost of those downloads alone, what any robots.txt handling that downloads
+  through the engine pays. Measured, it comes out both above and below the floor from
+  run to run: how a crawl's requests bunch together moves CPU per page by as much as
+  the downloads cost, so its ``bound:`` line gives figures, not a verdict.
 - ``floor``: ``ROBOTSTXT_OBEY=False``, no robots.txt at all.
 
 The scenarios:
@@ -315,9 +316,9 @@ def report(broad: dict[str, list[CrawlRun]], hol: dict[str, list[CrawlRun]]) -> 
     print(
         "broad crawl CPU per page: "
         + ", ".join(f"{label(name)} {cpu[name]:.3f} ms" for name in MIDDLEWARES)
-        + f"; over the floor: builtin +{cpu['builtin'] - cpu['floor']:.3f} ms, "
-        f"rep9309 +{cpu['rep9309'] - cpu['floor']:.3f} ms, "
-        f"fetch-only +{cpu['fetchonly'] - cpu['floor']:.3f} ms"
+        + f"; over the floor: builtin {cpu['builtin'] - cpu['floor']:+.3f} ms, "
+        f"rep9309 {cpu['rep9309'] - cpu['floor']:+.3f} ms, "
+        f"fetch-only {cpu['fetchonly'] - cpu['floor']:+.3f} ms"
     )
     done = {name: statistics.median(run.others_done for run in hol[name]) for name in hol}
     print(
@@ -331,53 +332,18 @@ def report(broad: dict[str, list[CrawlRun]], hol: dict[str, list[CrawlRun]]) -> 
 
 
 def report_bound(rate: dict[str, float], cpu: dict[str, float], done: dict[str, float]) -> None:
-    """Where the robots.txt downloads alone (fetch-only) stand against the floor's targets."""
-    bound_rate = rate["fetchonly"] / rate["floor"]
-    bound_time = done["fetchonly"] / done["floor"]
-    bound_cpu = cpu["fetchonly"] - cpu["floor"]
-    rep9309_cpu = cpu["rep9309"] - cpu["floor"]
-    cpu_ratio = (
-        f"{rep9309_cpu / bound_cpu:.2f}x fetch-only's"
-        if bound_cpu > 0
-        else f"+{rep9309_cpu:.3f} ms against fetch-only's +{bound_cpu:.3f} ms (noise)"
-    )
+    """Where the robots.txt downloads alone (fetch-only) stand against the floor, and this
+    middleware against them: figures only, as single crawls of this size vary by several
+    percent (fetch-only, which does less than the others, has come out both above and
+    below the floor)."""
     print(
-        f"bound: the robots.txt downloads alone (fetch-only) reach {bound_rate:.2f}x the floor's "
-        f"pages/s and {bound_time:.2f}x its head-of-line time; rep9309 is "
-        f"{rate['rep9309'] / rate['fetchonly']:.2f}x the fetch-only bound (pages/s), "
-        f"{done['rep9309'] / done['fetchonly']:.2f}x its head-of-line time, "
-        f"and its CPU per page over the floor is {cpu_ratio}"
+        f"bound: the robots.txt downloads alone (fetch-only) reach "
+        f"{rate['fetchonly'] / rate['floor']:.2f}x the floor's pages/s and "
+        f"{done['fetchonly'] / done['floor']:.2f}x its head-of-line time, "
+        f"{cpu['fetchonly'] - cpu['floor']:+.3f} ms CPU per page over it; rep9309 reaches "
+        f"{rate['rep9309'] / rate['fetchonly']:.2f}x fetch-only's pages/s and "
+        f"{done['rep9309'] / done['fetchonly']:.2f}x its head-of-line time"
     )
-    # A bound holds only if no contender doing more (fetching, then parsing and deciding) beat it.
-    beaten = [
-        name
-        for name in ("builtin", "rep9309")
-        if cpu[name] < cpu["fetchonly"] or rate[name] > rate["fetchonly"]
-    ]
-    if beaten:
-        print(
-            f"bound: not shown in this run: {' and '.join(beaten)} beat fetch-only, which does "
-            f"less, on CPU per page or pages/s (noise, or fetch-only is not the cheapest way: "
-            f"run more rounds)"
-        )
-    elif bound_rate < 0.95:
-        print(
-            f"bound: the broad-crawl target >= 0.95x the floor is out of reach of any robots.txt "
-            f"handling on this benchmark: downloading each origin's robots.txt through Scrapy's "
-            f"downloader, and nothing else, already reaches only {bound_rate:.2f}x"
-        )
-    if done["rep9309"] < done["fetchonly"]:
-        print(
-            f"bound: head-of-line not shown in this run: rep9309's other origins were done "
-            f"before fetch-only's ({done['rep9309'] / done['fetchonly']:.2f}x; fetch-only's first "
-            f"request of the slow origin holds one of CONCURRENT_REQUESTS, rep9309 holds none)"
-        )
-    elif bound_time > 1.05:
-        print(
-            f"bound: the head-of-line target <= 1.05x the floor's time is out of reach of any "
-            f"robots.txt handling on this benchmark: downloading each origin's robots.txt "
-            f"through Scrapy's downloader, and nothing else, already takes {bound_time:.2f}x"
-        )
 
 
 def _met(condition: bool) -> str:
