@@ -190,3 +190,36 @@ def test_answer_after_failures_resets_the_backoff() -> None:
 )
 def test_status_classification(status: int, outcome: str) -> None:
     assert outcome_of_status(status) == outcome
+
+
+@pytest.mark.parametrize("outcome", [AVAILABLE, UNAVAILABLE, UNREACHABLE])
+@pytest.mark.parametrize("failures", [0, 1, 3])
+@pytest.mark.parametrize("retry_in", [-5.0, 0.0, 7.0, 600.0])
+@pytest.mark.parametrize("expires_in", [-700.0, -5.0, 0.0, 20.0])
+def test_usable_until_is_the_last_moment_is_usable_holds(
+    outcome: str, failures: int, retry_in: float, expires_in: float
+) -> None:
+    """``usable_until`` (worked out once per record, for the per-request path) says what
+    RFC 9309 2.4's use of copies says: fresh until expiry; while refreshes fail, stale
+    until the next attempt and at most ``stale_ttl`` past expiry; never without an answer."""
+    from scrapy_rep9309.policy.record import OriginRecord
+
+    record = OriginRecord(
+        outcome=outcome,
+        status=None if outcome == UNREACHABLE else 200,
+        body=b"",
+        fetched_at=NOW - 1,
+        expires_at=NOW + expires_in,
+        failures=failures,
+        retry_at=NOW + retry_in,
+        last_failure="HTTP 503" if failures else None,
+    )
+    stale_ttl = SETTINGS.stale_ttl
+    for now in (NOW - 800, NOW, NOW + 6, NOW + 19, NOW + 21, NOW + 599, NOW + 601):
+        answered = outcome in (AVAILABLE, UNAVAILABLE)
+        expected = answered and (
+            now < record.expires_at
+            or (failures > 0 and now < record.retry_at and now < record.expires_at + stale_ttl)
+        )
+        assert record.is_usable(now, stale_ttl) is expected
+        assert (now < record.usable_until(stale_ttl)) is expected

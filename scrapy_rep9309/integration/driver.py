@@ -166,11 +166,11 @@ class OriginDriver:
         The origin's machine knows the newest copy; only when it was evicted does the
         copy the request was released with decide (if still usable).
         """
-        linked = self.released.pop(request, None)
         now = time.time()
         machine = self.machines.get(origin)
         if machine is not None and machine.record is not None:
-            return machine.usable(now)
+            return machine.usable(now)  # the link goes with the request, a weak key
+        linked = self.released.pop(request, None)
         if linked is not None and linked.is_usable(now, self.settings.stale_ttl):
             return linked
         return None

@@ -231,7 +231,17 @@ class Action:
 class OriginMachine:
     """The robots.txt state of one origin in this process, and the requests held for it."""
 
-    __slots__ = ("_out_of_order", "_timing", "held", "key", "record", "state", "version")
+    __slots__ = (
+        "_out_of_order",
+        "_timing",
+        "_usable_record",
+        "_usable_until",
+        "held",
+        "key",
+        "record",
+        "state",
+        "version",
+    )
 
     def __init__(self, key: str, timing: RecordTiming) -> None:
         self.key = key
@@ -247,6 +257,10 @@ class OriginMachine:
         #: Whether ``held`` is not in deadline order (a resumed request with an earlier
         #: deadline came after others): expiry then looks at every entry.
         self._out_of_order = False
+        #: Until when ``_usable_record`` may decide (``usable`` asks for every request:
+        #: worked out once per record, not per request).
+        self._usable_record: OriginRecord | None = None
+        self._usable_until = 0.0
 
     def __repr__(self) -> str:
         return f"<OriginMachine {self.key} {self.state.value}, {len(self.held)} held>"
@@ -256,10 +270,12 @@ class OriginMachine:
     def usable(self, now: float) -> OriginRecord | None:
         """The copy requests are decided by now, or None (then send ``request``)."""
         record = self.record
-        if record is not None and (self.state is State.FRESH or self.state is State.STALE):
-            if record.is_usable(now, self._timing.stale_ttl):
-                return record
-        return None
+        if record is None or not (self.state is State.FRESH or self.state is State.STALE):
+            return None
+        if record is not self._usable_record:
+            self._usable_record = record
+            self._usable_until = record.usable_until(self._timing.stale_ttl)
+        return record if now < self._usable_until else None
 
     def evictable(self, now: float) -> bool:
         """Whether forgetting this machine loses nothing: no held request, no fetch under

@@ -85,9 +85,15 @@ class Origin(NamedTuple):
     def __str__(self) -> str:
         """``scheme://host[:port]``, one shared string per origin: a crawl keeps it as the
         key of its machine, its store record and its report (interned, so once)."""
-        if self.port == DEFAULT_PORTS.get(self.scheme):
-            return sys.intern(f"{self.scheme}://{self.host}")
-        return sys.intern(f"{self.scheme}://{self.host}:{self.port}")
+        return _origin_string(self.scheme, self.host, self.port)
+
+
+@lru_cache(maxsize=4096)
+def _origin_string(scheme: str, host: str, port: int) -> str:
+    """``str(origin)``, made once per origin of those met recently (store keys use it)."""
+    if port == DEFAULT_PORTS.get(scheme):
+        return sys.intern(f"{scheme}://{host}")
+    return sys.intern(f"{scheme}://{host}:{port}")
 
 
 @lru_cache(maxsize=4096)

@@ -11,6 +11,7 @@ the octets as fetched; what stores and JOBDIR write is unchanged.
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -133,14 +134,18 @@ class OriginRecord:
 
     def is_usable(self, now: float, stale_ttl: float) -> bool:
         """Whether requests may be decided now without waiting for a fetch."""
-        if self.is_fresh(now):
-            return True
-        return (
-            self.answered
-            and self.failures > 0
-            and now < self.retry_at
-            and now < self.expires_at + stale_ttl
-        )
+        return now < self.usable_until(stale_ttl)
+
+    def usable_until(self, stale_ttl: float) -> float:
+        """The Unix time from which this copy no longer decides requests: when it expires,
+        or, while refreshes fail (RFC 9309 2.4: a stale copy may be used), when the next
+        attempt is due or the copy is ``stale_ttl`` past its expiry, whichever is first.
+        Minus infinity for a copy without an answer."""
+        if not self.answered:
+            return -math.inf
+        if self.failures > 0:
+            return max(self.expires_at, min(self.retry_at, self.expires_at + stale_ttl))
+        return self.expires_at
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON can hold them, the body unpacked (JOBDIR's format)."""
