@@ -23,6 +23,12 @@ another subprocess:
   the downloads cost, so its ``bound:`` line gives figures, not a verdict.
 - ``floor``: ``ROBOTSTXT_OBEY=False``, no robots.txt at all.
 
+Each crawl's line ends with the requests in the downloader on average: Scrapy's engine
+runs this benchmark at one of two paces (about 4 in flight, or about 25 once the
+downloader filled up and the start requests were queued at once; the second costs
+10-15% less CPU per page), which is most of the spread between rounds
+(docs/benchmarks.md, "Two paces").
+
 The scenarios:
 
 - broad crawl: every origin's robots.txt answers at once; pages per second over the
@@ -97,6 +103,9 @@ class CrawlRun:
     others_done: float
     cpu: float
     other_downloads: int
+    #: Requests in the downloader, on average over the crawl (sampled every
+    #: IN_FLIGHT_SAMPLE_INTERVAL): which of Scrapy's two paces the crawl ran at.
+    in_flight: float
 
     @property
     def pages_per_second(self) -> float:
@@ -133,6 +142,11 @@ def plan_urls(
     return urls
 
 
+#: Seconds between two looks at how many requests the downloader has (a look is a
+#: ``len()``: it does not disturb the crawl it measures).
+IN_FLIGHT_SAMPLE_INTERVAL = 0.02
+
+
 def crawl_in_this_process(middleware: str, urls: list[str], slow: str | None) -> dict[str, Any]:
     """Run one crawl with CrawlerProcess; the child side of ``run_crawl_subprocess``."""
     sys.path.insert(0, str(REPO))
@@ -152,7 +166,28 @@ def crawl_in_this_process(middleware: str, urls: list[str], slow: str | None) ->
         result.started = time.monotonic()
         cpu_at_start = time.process_time()
 
+    in_flight: list[int] = []
+    samplers: list[Any] = []
+
+    def sample_in_flight() -> None:
+        engine = crawler.engine
+        if engine is not None and engine.running:
+            in_flight.append(len(engine.downloader.active))
+
+    def start_sampling() -> None:
+        from twisted.internet.task import LoopingCall  # once the crawl's reactor runs
+
+        sampler = LoopingCall(sample_in_flight)
+        sampler.start(IN_FLIGHT_SAMPLE_INTERVAL)
+        samplers.append(sampler)
+
+    def stop_sampling() -> None:
+        for sampler in samplers:
+            sampler.stop()
+
     crawler.signals.connect(engine_started, signal=signals.engine_started)
+    crawler.signals.connect(start_sampling, signal=signals.engine_started)
+    crawler.signals.connect(stop_sampling, signal=signals.engine_stopped)
     process.crawl(crawler, plan=urls, result=result)
     process.start()
     cpu = time.process_time() - cpu_at_start
@@ -167,6 +202,7 @@ def crawl_in_this_process(middleware: str, urls: list[str], slow: str | None) ->
         "others_done": max(others) - result.started,
         "cpu": cpu,
         "other_downloads": stats.get("downloader/request_count", 0) - len(result.responses),
+        "in_flight": statistics.mean(in_flight) if in_flight else 0.0,
     }
     if middleware == "fetchonly":
         from _fetch_only import DOWNLOADED_STAT, FAILED_STAT, STARTED_STAT
@@ -212,6 +248,7 @@ def run_crawl_subprocess(
         measured["others_done"],
         measured["cpu"],
         measured["other_downloads"],
+        measured["in_flight"],
     )
 
 
@@ -263,7 +300,7 @@ def run_scenario(
             f"  {scenario:<12} {label(middleware):<10} {run.pages} pages in {run.elapsed:6.2f} s "
             f"({run.pages_per_second:7.1f} pages/s, {run.cpu_ms_per_page:5.2f} ms CPU/page), "
             f"other origins done at {run.others_done:6.2f} s, "
-            f"{run.other_downloads} robots.txt downloads",
+            f"{run.other_downloads} robots.txt downloads, {run.in_flight:4.1f} in flight",
             flush=True,
         )
     return runs
