@@ -25,6 +25,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 
 if TYPE_CHECKING:
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -49,8 +50,10 @@ class FetchOnlyMiddleware:
     def from_crawler(cls, crawler: Crawler) -> FetchOnlyMiddleware:
         return cls(crawler)
 
-    async def process_request(self, request: Request) -> None:
-        """The origin's first request downloads its robots.txt, then goes on; others at once."""
+    async def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        """The origin's first request downloads its robots.txt, then goes on; others at once.
+
+        ``spider`` is passed by Scrapy < 2.14 (and unused)."""
         if request.meta.get(OWN_REQUEST_META) or request.meta.get("dont_obey_robotstxt"):
             return
         parsed = urlparse_cached(request)
