@@ -56,7 +56,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 BENCHMARKS = Path(__file__).resolve().parent
 REPO = BENCHMARKS.parent
@@ -123,14 +122,12 @@ def label(middleware: str) -> str:
 
 
 def count_origins(urls: Sequence[str]) -> int:
-    """Distinct (scheme, host, port) among ``urls``: one robots.txt each."""
-    default_ports = {"http": 80, "https": 443}
-    return len(
-        {
-            (parts.scheme, parts.hostname, parts.port or default_ports[parts.scheme])
-            for parts in map(urlsplit, urls)
-        }
-    )
+    """Distinct origins (RFC 9309 2.3: scheme, host, port) among ``urls``: one robots.txt
+    each, as the plugin's ``Origin`` reads them."""
+    sys.path.insert(0, str(REPO))
+    from scrapy_rep9309.policy.origin import Origin
+
+    return len({Origin.from_url(url) for url in urls})
 
 
 def plan_urls(
