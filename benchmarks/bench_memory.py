@@ -157,10 +157,7 @@ class Crawl:
         driver = middleware.driver
         base = f"http://origin-{index}.example:{index + 1024}"  # the port picks the body
         first = Request(base + TYPICAL_PATHS[0])
-        try:
-            middleware.request_scheduled(first)
-        except IgnoreRequest:
-            pass  # held until the robots.txt answers
+        middleware.request_scheduled(first)  # held until the robots.txt answers
         while self.downloads:
             self.downloads.pop().callback(None)  # the response arrives
         driver._flush()  # the released request goes on, as the engine's next tick would
