@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/bench_crawl.py                 # 300 origins x 10 pages, 3 rounds
     python benchmarks/bench_crawl.py --origins 500 --rounds 5
+    python benchmarks/bench_crawl.py --concurrency 4  # every contender at one pace
 
 Two scenarios, each crawled by four contenders taking turns, every crawl in a fresh
 subprocess (a Twisted reactor cannot restart), against local web servers running in
@@ -224,7 +225,9 @@ def run_crawl_subprocess(
     middleware: str, scenario: str, urls: list[str], slow: str | None, workdir: Path
 ) -> CrawlRun:
     job = workdir / f"{scenario}-{middleware}.json"
-    job.write_text(json.dumps({"middleware": middleware, "urls": urls, "slow": slow}))
+    job.write_text(
+        json.dumps({"middleware": middleware, "urls": urls, "slow": slow, "settings": SETTINGS})
+    )
     output = subprocess.run(
         [sys.executable, __file__, "--child", str(job)],
         check=True,
@@ -310,15 +313,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--slow-delay", type=float, default=5.0)
     parser.add_argument("--slow-requests", type=int, default=50)
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=SETTINGS["CONCURRENT_REQUESTS"],
+        help="CONCURRENT_REQUESTS for every contender; 4 runs them all at one pace "
+        '(docs/benchmarks.md, "Two paces")',
+    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         job = json.loads(args.child.read_text())
+        SETTINGS.update(job["settings"])
         print(json.dumps(crawl_in_this_process(job["middleware"], job["urls"], job["slow"])))
         return
 
     import tempfile
 
+    SETTINGS["CONCURRENT_REQUESTS"] = args.concurrency
     print(
         f"{args.origins} origins x {args.pages} pages, {args.rounds} rounds per middleware, "
         f"settings {SETTINGS}",

@@ -71,7 +71,8 @@ def test_every_contender_goes_first_in_turn() -> None:
 
 @pytest.mark.timeout(90)
 def test_a_tiny_run_prints_every_contender_and_the_bound() -> None:
-    args = "--origins 3 --pages 2 --rounds 1 --slow-delay 0.5 --slow-requests 2".split()
+    args = "--origins 3 --pages 2 --rounds 1 --slow-delay 0.5 --slow-requests 2 --concurrency 4"
+    args = args.split()
     output = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "bench_crawl.py"), *args],
         check=True,
@@ -88,6 +89,7 @@ def test_a_tiny_run_prints_every_contender_and_the_bound() -> None:
                 contender,
                 output,
             )
+    assert "'CONCURRENT_REQUESTS': 4," in output.splitlines()[0]  # passed on to every crawl
     # One robots.txt per origin (three, plus the slow one in the head-of-line scenario).
     assert "  broad        fetch-only 6 pages" in output
     assert "3 robots.txt downloads" in output and "4 robots.txt downloads" in output
