@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from scrapy import Request
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -176,3 +178,68 @@ async def test_requests_held_when_the_spider_closes_reach_their_errback(
     assert result.stat("robotstxt/deferred") == 3
     assert site.page_requests == []
     assert undocumented_stats(set(result.stats)) == set()
+
+
+def _most_at_once(fetches: list[tuple[float, float]]) -> int:
+    """The most intervals (received, answered) that overlap at one moment."""
+    edges = sorted(
+        [(received, 1) for received, _ in fetches] + [(answered, -1) for _, answered in fetches]
+    )
+    most = under_way = 0
+    for _, change in edges:
+        under_way += change
+        most = max(most, under_way)
+    return most
+
+
+@pytest.mark.parametrize(("setting", "most"), [(2, 2), (None, 8)])
+@deferred_f_from_coro_f
+async def test_a_burst_of_new_origins_downloads_at_most_rep9309_concurrent_fetches_at_once(
+    servers: ServerPool, setting: int | None, most: int
+) -> None:
+    """Held requests do not count against CONCURRENT_REQUESTS: REP9309_CONCURRENT_FETCHES
+    bounds the robots.txt downloads a burst of new origins starts (32 by default)."""
+    sites = [servers.add(rules("User-agent: *\nDisallow: /private\n", delay=0.3)) for _ in range(8)]
+    plan = [site.url(f"/page/{n}") for n in range(3) for site in sites]
+    plan += [sites[0].url("/private/1")]
+    settings: dict[str, Any] = {"CONCURRENT_REQUESTS": 16}
+    if setting is not None:
+        settings["REP9309_CONCURRENT_FETCHES"] = setting
+    result = await run_crawl(plan, settings)
+
+    fetches = [(fetch.received, fetch.answered) for site in sites for fetch in site.robots_fetches]
+    assert len(fetches) == 8 and all(answered is not None for _, answered in fetches)
+    assert _most_at_once(fetches) == most  # type: ignore[arg-type]
+    # Nothing lost, nothing unsafe: every page once, the forbidden one refused.
+    assert all(len(site.page_requests) == 3 for site in sites)
+    assert result.forbidden_urls == {sites[0].url("/private/1")}
+    waited = [line for line in result.messages() if "waits for a download slot" in line]
+    assert (len(waited) > 0) == (setting is not None)
+
+
+@deferred_f_from_coro_f
+async def test_a_robots_txt_still_waiting_for_a_download_slot_at_close_is_never_fetched(
+    servers: ServerPool,
+) -> None:
+    """The one slot is taken by a robots.txt that never answers; the second origin's waits
+    for it until the spider closes, is not fetched then, and its requests end in their
+    errback with the closing reason like any held request."""
+    hanging = servers.add(hang())
+    waiting = servers.add()
+    pages = hanging.urls(["/page/0", "/page/1"]) + waiting.urls(["/page/0", "/page/1"])
+
+    result = await run_crawl(
+        pages,
+        {"CLOSESPIDER_TIMEOUT": 1, "DOWNLOAD_TIMEOUT": 3, "REP9309_CONCURRENT_FETCHES": 1},
+    )
+
+    assert result.close_reason == "closespider_timeout"
+    assert waiting.robots_fetches == [] and waiting.page_requests == []
+    assert result.ignored_urls == set(pages)
+    for site in (hanging, waiting):
+        for page in site.urls(["/page/0", "/page/1"]):
+            message = result.failure_for(page).message
+            assert message == f"Spider closed before the robots.txt of {site.base} was known"
+    assert result.stat("robotstxt/deferred/closed") == 4
+    assert result.messages(logging.ERROR) == []
+    assert any("waits for a download slot" in line for line in result.messages())

@@ -29,7 +29,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
-from twisted.internet.defer import Deferred, gatherResults
+from twisted.internet.defer import Deferred, DeferredSemaphore, gatherResults
 
 from scrapy_rep9309.integration import atonce
 from scrapy_rep9309.integration.fetch import fetch_robots_txt
@@ -122,6 +122,11 @@ class OriginDriver:
         #: The request that lends each origin's next fetch its proxy and User-Agent.
         self._triggers: dict[Origin, Request] = {}
         self._fetching: set[Origin] = set()
+        #: At most REP9309_CONCURRENT_FETCHES robots.txt downloads at once. Held requests
+        #: wait outside the downloader, so nothing else bounds how many new origins start
+        #: a fetch together: a page listing thousands of sites would open thousands of
+        #: connections at once.
+        self._download_slots = DeferredSemaphore(settings.concurrent_fetches)
         #: Effects under way (store calls, fetches, releases): the spider stays open.
         self._tasks = 0
         #: Requests handed back to the engine, with the copy they were released with:
@@ -675,7 +680,12 @@ class OriginDriver:
     async def _fetch(self, origin: Origin, machine: OriginMachine) -> None:
         trigger = self._triggers.get(origin)  # kept for retries; dropped on release
         try:
-            result = await self._download(origin, trigger)
+            if not await self._take_download_slot(origin):
+                return  # the spider is closing: as if the fetch had never started
+            try:
+                result = await self._download(origin, trigger)
+            finally:
+                self._download_slots.release()
             result, rules = await self._read(origin, result, trigger)
         finally:
             self._fetching.discard(origin)
@@ -687,6 +697,24 @@ class OriginDriver:
             self._parsed.put(origin, (record, rules))
         self._report(origin, record, result, machine)
         self._carry_out(origin, machine, actions)
+
+    async def _take_download_slot(self, origin: Origin) -> bool:
+        """Take one of the REP9309_CONCURRENT_FETCHES download slots, waiting for one if
+        all are in use; False (none taken) if the spider began closing meanwhile."""
+        slot = self._download_slots.acquire()
+        if slot.called:  # a free one is taken at once: no trip round the event loop
+            return True
+        logger.debug(
+            "The robots.txt of %(origin)s waits for a download slot "
+            "(REP9309_CONCURRENT_FETCHES=%(slots)d are in use)",
+            {"origin": origin, "slots": self.settings.concurrent_fetches},
+            extra={"spider": self.crawler.spider},
+        )
+        await maybe_deferred_to_future(slot)
+        if self._closing():
+            self._download_slots.release()
+            return False
+        return True
 
     async def _download(self, origin: Origin, trigger: Request | None) -> FetchResult:
         proxy = trigger.meta.get("proxy") if trigger is not None else None

@@ -44,6 +44,8 @@ class Rep9309Settings:
     cache_ttl: float = 86400.0
     max_size: int = MIN_MAX_SIZE
     max_redirects: int = DEFAULT_MAX_REDIRECTS
+    #: robots.txt downloads under way at once, across origins (REP9309_CONCURRENT_FETCHES).
+    concurrent_fetches: int = 32
     retry_delay: float = 60.0
     retry_max_delay: float = 3600.0
     defer_timeout: float = 3600.0
@@ -87,6 +89,9 @@ class Rep9309Settings:
             max_size=_read(settings, "REP9309_MAX_SIZE", _max_size, defaults.max_size),
             max_redirects=_read(
                 settings, "REP9309_MAX_REDIRECTS", _non_negative_int, defaults.max_redirects
+            ),
+            concurrent_fetches=_read(
+                settings, "REP9309_CONCURRENT_FETCHES", _positive_int, defaults.concurrent_fetches
             ),
             retry_delay=_read(settings, "REP9309_RETRY_DELAY", _positive, defaults.retry_delay),
             retry_max_delay=_read(
