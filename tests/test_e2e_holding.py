@@ -6,12 +6,14 @@ import logging
 from typing import Any
 
 import pytest
-from scrapy import Request
+from scrapy import Request, Spider
+from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy.utils.httpobj import urlparse_cached
 
 from tests._readme import undocumented_stats
-from tests.crawl import BUILTIN_ENABLED, CrawlResult, Wait, run_crawl
+from tests.crawl import BUILTIN_ENABLED, OURS_ENABLED, CrawlResult, PlanSpider, Wait, run_crawl
 from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, rules
 
 SLOW_ROBOTS_DELAY = 3.0
@@ -243,3 +245,52 @@ async def test_a_robots_txt_still_waiting_for_a_download_slot_at_close_is_never_
     assert result.stat("robotstxt/deferred/closed") == 4
     assert result.messages(logging.ERROR) == []
     assert any("waits for a download slot" in line for line in result.messages())
+
+
+class _OnlyTheFirstHost(OffsiteMiddleware):
+    """A custom offsite policy: only the spider's ``first_host`` is on site."""
+
+    def should_follow(self, request: Request, spider: Spider) -> bool:
+        return urlparse_cached(request).hostname == spider.first_host  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("policy", ["allowed_domains", "custom should_follow", "none"])
+@deferred_f_from_coro_f
+async def test_requests_the_offsite_middleware_drops_are_neither_held_nor_fetched_for(
+    servers: ServerPool, policy: str
+) -> None:
+    """OffsiteMiddleware drops offsite requests in the same signal that holds requests:
+    such a request is not held, and its origin's robots.txt is not fetched. Scrapy's
+    own policy is skipped while the spider lists no allowed_domains; a subclass's is
+    always asked."""
+    site = servers.add(rules("User-agent: *\nAllow: /\n", delay=0.2))
+    other = servers.add(rules("User-agent: *\nAllow: /\n", delay=0.2))
+    assert site.host != other.host
+    attributes: dict[str, Any] = {"first_host": site.host}
+    settings: dict[str, Any] = {}
+    if policy == "allowed_domains":
+        attributes["allowed_domains"] = [site.host]
+    elif policy == "custom should_follow":
+        middlewares = dict(OURS_ENABLED["DOWNLOADER_MIDDLEWARES"])
+        middlewares[OffsiteMiddleware] = None
+        middlewares[_OnlyTheFirstHost] = 50
+        settings["DOWNLOADER_MIDDLEWARES"] = middlewares
+    spider_cls = type("OffsiteSpider", (PlanSpider,), attributes)
+
+    result = await run_crawl(
+        [site.url("/page/1"), other.url("/page/1"), site.url("/page/2")],
+        settings,
+        spider_cls=spider_cls,
+    )
+
+    assert site.crawled_paths() == {"/page/1", "/page/2"}
+    assert len(site.robots_fetches) == 1
+    if policy == "none":
+        assert other.crawled_paths() == {"/page/1"}
+        assert result.stat("robotstxt/deferred") == 3
+        assert result.stat("offsite/filtered") == 0
+    else:
+        assert other.robots_fetches == [] and other.page_requests == []
+        assert result.stat("robotstxt/deferred") == 2
+        assert result.stat("offsite/filtered") == 1
+    assert result.failures == []

@@ -85,6 +85,7 @@ FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
 _SCHEMES = ("http", "https")
 _ROBOTS_TXT_END = "/robots.txt"
+_STOCK_SHOULD_FOLLOW = OffsiteMiddleware.should_follow
 
 
 class RobotsTxtMiddleware:
@@ -503,11 +504,23 @@ class RobotsTxtMiddleware:
         return self._default_user_agent
 
     def _dropped_as_offsite(self, request: Request) -> bool:
-        """Whether OffsiteMiddleware drops this request in the same signal (no fetch for it)."""
+        """Whether OffsiteMiddleware drops this request in the same signal (no fetch for it).
+
+        Asked for every request about to be held. Scrapy's own ``should_follow`` follows
+        everything while the spider lists no ``allowed_domains`` (it matches hosts
+        against an empty pattern), so it is not called then: a look-up instead of a
+        regular expression per held request. A subclass's policy is always asked."""
         if not self._offsite or request.dont_filter or request.meta.get("allow_offsite"):
             return False
         spider = self.crawler.spider
-        return any(not mw.should_follow(request, spider) for mw in self._offsite)
+        for offsite in self._offsite:
+            if type(offsite).should_follow is _STOCK_SHOULD_FOLLOW and not getattr(
+                spider, "allowed_domains", None
+            ):
+                continue
+            if not offsite.should_follow(request, spider):
+                return True
+        return False
 
     def _requeue(self, request: Request) -> Request:
         """A copy for the engine to schedule again, so that it is held, not waited for here."""
