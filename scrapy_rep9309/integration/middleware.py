@@ -86,6 +86,11 @@ USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
 _SCHEMES = ("http", "https")
 _ROBOTS_TXT_END = "/robots.txt"
 _STOCK_SHOULD_FOLLOW = OffsiteMiddleware.should_follow
+#: ``request_scheduled``'s answer for a held request. The engine only checks that it is an
+#: IgnoreRequest failure and drops it, so one failure serves them all: a held request
+#: then costs no new objects for the garbage collector to track (docs/benchmarks.md,
+#: "Garbage").
+_HELD = Failure(IgnoreRequest("Held until the origin's robots.txt is known"))
 
 
 class RobotsTxtMiddleware:
@@ -177,7 +182,7 @@ class RobotsTxtMiddleware:
             # URL while the first records load (each held, then released in a burst).
             return None
         driver.hold(origin, request)
-        return Failure(IgnoreRequest(f"Held until the robots.txt of {origin} is known"))
+        return _HELD
 
     def spider_idle(self, spider: Spider | None = None) -> None:
         """Stay open while requests are held; close with REP9309_ALL_FORBIDDEN_CLOSE_REASON
