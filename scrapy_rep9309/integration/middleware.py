@@ -89,7 +89,7 @@ _STOCK_SHOULD_FOLLOW = OffsiteMiddleware.should_follow
 #: ``request_scheduled``'s answer for a held request. The engine only checks that it is an
 #: IgnoreRequest failure and drops it, so one failure serves them all: a held request
 #: then costs no new objects for the garbage collector to track (docs/benchmarks.md,
-#: "Garbage").
+#: "Holding, per request").
 _HELD = Failure(IgnoreRequest("Held until the origin's robots.txt is known"))
 
 
