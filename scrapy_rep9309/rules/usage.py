@@ -20,8 +20,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-import http_sf
-
 from scrapy_rep9309.rules.matcher import WildcardRule
 
 #: The labels of draft-ietf-aipref-vocab's categories of use, in its order. Other labels
@@ -89,6 +87,8 @@ def statement_preferences(statement: bytes) -> tuple[tuple[str, str], ...]:
     or ``n``; parameters, other labels and other values are ignored, and a repeated key
     keeps its last value (RFC 9651). The parser is linear in the statement's length.
     """
+    import http_sf  # here, not at the top: most crawls never meet a statement to parse
+
     try:
         dictionary = http_sf.parse(statement, tltype="dictionary")
     except http_sf.StructuredFieldError:
