@@ -8,6 +8,8 @@ Cloudflare's Content Signals Policy, ``License`` is RSL 1.0's robots.txt line.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -24,6 +26,7 @@ from scrapy_rep9309.rules.usage import (
     split_rule_value,
     statement_preferences,
 )
+from tests._commands import REPO_ROOT
 
 # The parser is tested as built from Python and from compiled parts alike.
 pytestmark = pytest.mark.usefixtures("each_implementation")
@@ -454,3 +457,25 @@ def test_explain_for_all_says_which_token_forbade_and_by_which_rule() -> None:
     assert allowed == rules.explain(f"{URL}/public/a", "MyBot")
     assert allowed.forbidden_for is None
     assert rules.explain_for_all(f"{URL}/x", []).allowed is True
+
+
+def test_the_structured_fields_parser_is_imported_only_when_a_statement_is_parsed() -> None:
+    """A crawl whose robots.txt states no preference never loads ``http_sf``."""
+    script = (
+        "import sys\n"
+        "import scrapy_rep9309.integration.middleware\n"
+        "from scrapy_rep9309 import RobotsTxt\n"
+        "rules = RobotsTxt.parse(b'User-agent: *\\nDisallow: /private\\n')\n"
+        "assert rules.allowed('http://a.example/page', 'bot')\n"
+        "print('http_sf' in sys.modules)\n"
+        "rules = RobotsTxt.parse(b'User-agent: *\\nContent-Usage: train-ai=n\\n')\n"
+        "print(rules.content_usage('http://a.example/page', 'bot'))\n"
+        "print('http_sf' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
+    before, preferences, after = result.stdout.split("\n")[:3]
+    assert before == "False"
+    assert "train-ai" in preferences
+    assert after == "True"
