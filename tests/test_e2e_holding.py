@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -254,7 +255,16 @@ class _OnlyTheFirstHost(OffsiteMiddleware):
         return urlparse_cached(request).hostname == spider.first_host  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("policy", ["allowed_domains", "custom should_follow", "none"])
+class _OnlyTheFirstHostPattern(OffsiteMiddleware):
+    """The older way to customise it: Scrapy's ``should_follow``, another host pattern."""
+
+    def get_host_regex(self, spider: Spider) -> re.Pattern[str]:
+        return re.compile(rf"^{re.escape(spider.first_host)}$")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "policy", ["allowed_domains", "custom should_follow", "custom get_host_regex", "none"]
+)
 @deferred_f_from_coro_f
 async def test_requests_the_offsite_middleware_drops_are_neither_held_nor_fetched_for(
     servers: ServerPool, policy: str
@@ -262,7 +272,7 @@ async def test_requests_the_offsite_middleware_drops_are_neither_held_nor_fetche
     """OffsiteMiddleware drops offsite requests in the same signal that holds requests:
     such a request is not held, and its origin's robots.txt is not fetched. Scrapy's
     own policy is skipped while the spider lists no allowed_domains; a subclass's is
-    always asked."""
+    always asked, whether it overrides should_follow or get_host_regex."""
     site = servers.add(rules("User-agent: *\nAllow: /\n", delay=0.2))
     other = servers.add(rules("User-agent: *\nAllow: /\n", delay=0.2))
     assert site.host != other.host
@@ -270,10 +280,11 @@ async def test_requests_the_offsite_middleware_drops_are_neither_held_nor_fetche
     settings: dict[str, Any] = {}
     if policy == "allowed_domains":
         attributes["allowed_domains"] = [site.host]
-    elif policy == "custom should_follow":
+    elif policy.startswith("custom"):
+        custom = _OnlyTheFirstHost if "should_follow" in policy else _OnlyTheFirstHostPattern
         middlewares = dict(OURS_ENABLED["DOWNLOADER_MIDDLEWARES"])
         middlewares[OffsiteMiddleware] = None
-        middlewares[_OnlyTheFirstHost] = 50
+        middlewares[custom] = 50
         settings["DOWNLOADER_MIDDLEWARES"] = middlewares
     spider_cls = type("OffsiteSpider", (PlanSpider,), attributes)
 

@@ -85,7 +85,8 @@ FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
 _SCHEMES = ("http", "https")
 _ROBOTS_TXT_END = "/robots.txt"
-_STOCK_SHOULD_FOLLOW = OffsiteMiddleware.should_follow
+#: Scrapy's own offsite policy: it follows every host while ``allowed_domains`` is empty.
+_STOCK_OFFSITE_POLICY = (OffsiteMiddleware.should_follow, OffsiteMiddleware.get_host_regex)
 #: ``request_scheduled``'s answer for a held request. The engine only checks that it is an
 #: IgnoreRequest failure and drops it, so one failure serves them all: a held request
 #: then costs no new objects for the garbage collector to track (docs/benchmarks.md,
@@ -106,7 +107,8 @@ class RobotsTxtMiddleware:
         # The driver's store calls wait out outages (docs/fleet.md).
         patient = PatientStore(self.store, crawler.stats)
         self.driver = OriginDriver(crawler, settings, patient, self.accounting)
-        self._offsite: list[OffsiteMiddleware] = []
+        #: The crawl's offsite middlewares, each with whether its policy is Scrapy's own.
+        self._offsite: list[tuple[OffsiteMiddleware, bool]] = []
         self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
         self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
         self._codec = RequestCodec(None)
@@ -133,7 +135,7 @@ class RobotsTxtMiddleware:
         engine = self.crawler.engine
         if engine is not None:
             self._offsite = [
-                mw
+                (mw, (type(mw).should_follow, type(mw).get_host_regex) == _STOCK_OFFSITE_POLICY)
                 for mw in engine.downloader.middleware.middlewares
                 if isinstance(mw, OffsiteMiddleware)
             ]
@@ -511,17 +513,16 @@ class RobotsTxtMiddleware:
     def _dropped_as_offsite(self, request: Request) -> bool:
         """Whether OffsiteMiddleware drops this request in the same signal (no fetch for it).
 
-        Asked for every request about to be held. Scrapy's own ``should_follow`` follows
-        everything while the spider lists no ``allowed_domains`` (it matches hosts
-        against an empty pattern), so it is not called then: a look-up instead of a
-        regular expression per held request. A subclass's policy is always asked."""
+        Asked for every request about to be held. Scrapy's own policy follows everything
+        while the spider lists no ``allowed_domains`` (it matches hosts against an empty
+        pattern), so it is not called then: a look-up instead of a regular expression per
+        held request. A subclass that overrides ``should_follow`` or ``get_host_regex``
+        is always asked."""
         if not self._offsite or request.dont_filter or request.meta.get("allow_offsite"):
             return False
         spider = self.crawler.spider
-        for offsite in self._offsite:
-            if type(offsite).should_follow is _STOCK_SHOULD_FOLLOW and not getattr(
-                spider, "allowed_domains", None
-            ):
+        for offsite, stock in self._offsite:
+            if stock and not getattr(spider, "allowed_domains", None):
                 continue
             if not offsite.should_follow(request, spider):
                 return True
