@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 
 import pytest
 from scrapy import signals
@@ -10,6 +12,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import (
     PACKAGE,
+    REPO_ROOT,
     code_spans,
     documented_stats,
     meta_keys_used,
@@ -130,3 +133,23 @@ async def test_robots_parsed_signal_is_sent(servers: ServerPool) -> None:
     assert request.url.startswith(site.base + "/")
     assert parser.allowed(public, "anybot") is True
     assert parser.allowed(private, "anybot") is False
+
+
+def test_scrapys_parser_module_is_imported_only_for_robots_parsed_receivers() -> None:
+    """The middleware never parses with Protego: a crawl whose ``robots_parsed`` signal
+    nobody listens to never imports it (nor Scrapy's parser module, which imports it)."""
+    script = (
+        "import sys\n"
+        "from scrapy import Spider\n"
+        "from scrapy.utils.test import get_crawler\n"
+        "from scrapy_rep9309 import RobotsTxtMiddleware\n"
+        "crawler = get_crawler(Spider, {'ROBOTSTXT_OBEY': True, 'DOWNLOADER_MIDDLEWARES': {\n"
+        "    'scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware': None,\n"
+        "    'scrapy_rep9309.RobotsTxtMiddleware': 100}})\n"
+        "RobotsTxtMiddleware.from_crawler(crawler)\n"
+        "print(sorted(m for m in ('protego', 'scrapy.robotstxt') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
+    assert result.stdout.strip() == "[]"

@@ -33,7 +33,6 @@ from twisted.internet.defer import Deferred, DeferredSemaphore, gatherResults
 
 from scrapy_rep9309.integration import atonce
 from scrapy_rep9309.integration.fetch import fetch_robots_txt
-from scrapy_rep9309.integration.robotparser import RobotParser
 from scrapy_rep9309.integration.timers import Timers
 from scrapy_rep9309.policy.fetchresult import FetchResult, failed
 from scrapy_rep9309.policy.machine import (
@@ -96,6 +95,17 @@ class OriginDriver:
         self.crawler = crawler
         self.settings = settings
         self.store = store
+        # What the store is, read once: each is asked several times per origin.
+        #: Whether other crawl processes use the same store (a fleet).
+        self.shared = bool(getattr(store, "shared", False))
+        #: Whether the store wants a copy of held requests. The memory store does not:
+        #: in one process the driver's own copy is the only one anyone reads, and
+        #: skipping it spares two store calls per held request.
+        self._store_keeps_held = bool(getattr(store, "keeps_held_requests", True))
+        #: Whether the store's calls complete without waiting (the memory store's): the
+        #: driver then runs them on the spot, sparing a task and a trip round the event
+        #: loop per call (a new origin needs three).
+        self._answers_at_once = bool(getattr(store, "answers_at_once", False))
         self.accounting = accounting
         assert crawler.stats is not None
         self.stats = crawler.stats
@@ -204,25 +214,6 @@ class OriginDriver:
             or bool(self._outbox)
             or any(machine.held for machine in self.machines.values())
         )
-
-    @property
-    def _store_keeps_held(self) -> bool:
-        """Whether the store wants a copy of held requests. The memory store does not:
-        in one process the driver's own copy is the only one anyone reads, and skipping
-        it spares two store calls per held request."""
-        return bool(getattr(self.store, "keeps_held_requests", True))
-
-    @property
-    def _answers_at_once(self) -> bool:
-        """Whether the store's calls complete without waiting (the memory store's): the
-        driver then runs them on the spot, sparing a task and a trip round the event loop
-        per call (a new origin needs three)."""
-        return bool(getattr(self.store, "answers_at_once", False))
-
-    @property
-    def shared(self) -> bool:
-        """Whether other crawl processes use the same store (a fleet)."""
-        return bool(getattr(self.store, "shared", False))
 
     # -- events from the middleware ------------------------------------------------
 
@@ -754,6 +745,10 @@ class OriginDriver:
         manager = self.crawler.signals
         if not any(liveReceivers(getAllReceivers(manager.sender, signal))):
             return  # nobody listens: spare building the parser and the asynchronous send
+        # Imported here: it imports Scrapy's parser module, and with it Protego, which a
+        # crawl whose robots_parsed nobody listens to never uses.
+        from scrapy_rep9309.integration.robotparser import RobotParser
+
         await manager.send_catch_log_async(
             signal=signal, robotparser=RobotParser(rules), request=trigger
         )

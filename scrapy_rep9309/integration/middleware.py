@@ -177,7 +177,7 @@ class RobotsTxtMiddleware:
             return None
         if request in driver.released or self._dropped_as_offsite(request):
             return None
-        if driver.shared and not request.meta.get(REQUEUED_META) and driver.unknown(origin):
+        if driver.shared and not meta.get(REQUEUED_META) and driver.unknown(origin):
             # Fleet: an origin this process knows nothing of goes to the shared queue and
             # is decided at download time (``peek``): a peer may have its record already,
             # and a queue that is not empty keeps the engine from taking in every start
