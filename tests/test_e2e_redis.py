@@ -54,6 +54,14 @@ def test_redis_store_is_exported_lazily() -> None:
         ({"REP9309_REDIS_URL": "redis://host:port/0"}, "REP9309_REDIS_URL"),
         ({"REP9309_REDIS_URL": 6379}, "REP9309_REDIS_URL"),
         ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+        ({"REDIS_PORT": "six"}, "REDIS_PORT"),
+        ({"REDIS_HOST": "queue", "REDIS_PORT": 70000}, "REDIS_PORT"),
+        ({"REDIS_DB": -1}, "REDIS_DB"),
+        ({"REDIS_HOST": "user@queue"}, "REDIS_HOST"),
+        ({"REDIS_PARAMS": {"port": "six"}}, r"REDIS_PARAMS\['port'\]"),
+        ({"REDIS_PARAMS": {"url": "localhost:6379"}}, r"REDIS_PARAMS\['url'\]"),
+        ({"REDIS_PARAMS": {"unix_socket_path": "redis.sock"}}, "unix_socket_path"),
+        ({"REDIS_PARAMS": 5}, "REDIS_PARAMS"),
         ({"REP9309_REDIS_PREFIX": ""}, "REP9309_REDIS_PREFIX"),
         ({"REP9309_REDIS_PREFIX": "my prefix"}, "REP9309_REDIS_PREFIX"),
     ],
@@ -70,6 +78,44 @@ def test_redis_url_defaults_to_scrapy_redis_then_localhost() -> None:
     both = Settings({"REDIS_URL": "redis://queue/2", "REP9309_REDIS_URL": "rediss://r:1/0"})
     assert RedisStoreSettings.from_settings(both) == RedisStoreSettings("rediss://r:1/0")
     assert RedisStoreSettings.from_settings(Settings()).prefix == "rep9309"
+
+
+@pytest.mark.parametrize(
+    ("values", "url"),
+    [
+        ({"REDIS_HOST": "queue"}, "redis://queue:6379/0"),
+        ({"REDIS_HOST": "queue", "REDIS_PORT": "6380", "REDIS_DB": 2}, "redis://queue:6380/2"),
+        ({"REDIS_HOST": "::1"}, "redis://[::1]:6379/0"),
+        (
+            {"REDIS_PARAMS": {"host": "q", "port": 7000, "db": 3, "password": "p@ss:w/rd"}},
+            "redis://:p%40ss%3Aw%2Frd@q:7000/3",
+        ),
+        (
+            {"REDIS_PARAMS": {"host": "q", "ssl": True, "username": "crawler"}},
+            "rediss://crawler:@q:6379/0",
+        ),
+        ({"REDIS_PARAMS": {"host": "q"}, "REDIS_HOST": "h"}, "redis://h:6379/0"),
+        ({"REDIS_PARAMS": {"url": "redis://p/1"}}, "redis://p/1"),
+        ({"REDIS_PARAMS": {"url": "redis://p/1"}, "REDIS_URL": "redis://u/2"}, "redis://u/2"),
+        ({"REDIS_URL": "redis://u/2", "REDIS_HOST": "h", "REDIS_PORT": 1}, "redis://u/2"),
+        (
+            {"REDIS_PARAMS": {"unix_socket_path": "/run/redis.sock", "db": 1}},
+            "unix:///run/redis.sock?db=1",
+        ),
+        ({"REDIS_PARAMS": '{"host": "from-json"}'}, "redis://from-json:6379/0"),
+        ({"REDIS_PARAMS": {"socket_timeout": 30, "encoding": "utf-8"}}, "redis://localhost:6379/0"),
+        ({"REDIS_HOST": "", "REDIS_PORT": None}, "redis://localhost:6379/0"),
+    ],
+)
+def test_without_redis_url_the_store_uses_where_scrapy_redis_connects(
+    values: dict[str, Any], url: str
+) -> None:
+    """scrapy-redis also reads REDIS_HOST, REDIS_PORT, REDIS_DB and REDIS_PARAMS (the
+    single settings win over REDIS_PARAMS, a URL over both): a fleet configured that
+    way shares its queue's Redis, not one on localhost."""
+    assert RedisStoreSettings.from_settings(Settings(values)).url == url
+    with_own = Settings({**values, "REP9309_REDIS_URL": "redis://own:1/0"})
+    assert RedisStoreSettings.from_settings(with_own).url == "redis://own:1/0"
 
 
 @deferred_f_from_coro_f
@@ -103,6 +149,20 @@ async def test_a_crawl_on_the_redis_store(servers: ServerPool, redis_server: Red
     assert not client.keys("rep9309:held:*"), "every held request was taken"
     assert not client.keys("rep9309:lease:*"), "every lease was released"
     assert not client.exists(f"rep9309:alive:{result.middleware(ours_class()).store.me}")
+
+
+@deferred_f_from_coro_f
+async def test_a_crawl_finds_the_redis_of_scrapy_redis_host_and_port_settings(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    site = servers.add(rules(PRIVATE))
+    settings = {"REP9309_STORE": STORE, "REDIS_HOST": "127.0.0.1", "REDIS_PORT": redis_server.port}
+
+    result = await run_crawl([site.url("/a"), site.url("/private/b")], settings)
+
+    assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/private/b")}
+    assert redis_server.client().exists(f"rep9309:record:{site.base}")
 
 
 @deferred_f_from_coro_f

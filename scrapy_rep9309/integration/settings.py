@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
@@ -126,12 +126,99 @@ class RedisStoreSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RedisStoreSettings:
-        """REP9309_REDIS_URL, else scrapy-redis's REDIS_URL, else the local default."""
+        """REP9309_REDIS_URL, else the Redis scrapy-redis's queue uses, else the local
+        default: a fleet shares the Redis it is already configured with."""
         url = _read(settings, "REP9309_REDIS_URL", _redis_url, None)
         if url is None:
-            url = _read(settings, "REDIS_URL", _redis_url, DEFAULT_REDIS_URL)
+            url = _scrapy_redis_url(settings)
         prefix = _read(settings, "REP9309_REDIS_PREFIX", _redis_prefix, DEFAULT_REDIS_PREFIX)
         return cls(url=url, prefix=prefix)
+
+
+#: The REDIS_PARAMS keys that say where Redis is (scrapy-redis passes them to redis-py);
+#: the others (timeouts, encoding...) concern scrapy-redis's own client.
+_REDIS_PARAMS_LOCATION = ("url", "host", "port", "db", "username", "password", "ssl")
+_REDIS_PARAMS_SOCKET = "unix_socket_path"
+
+
+def _scrapy_redis_url(settings: BaseSettings) -> str:
+    """Where scrapy-redis connects, as a URL, read as scrapy-redis reads it: REDIS_URL,
+    else REDIS_HOST, REDIS_PORT and REDIS_DB, each of them winning over the same key of
+    REDIS_PARAMS (which may also give ``username``, ``password``, ``ssl`` or
+    ``unix_socket_path``); else the local default. A bad value names its setting."""
+    try:
+        params = settings.getdict("REDIS_PARAMS")
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"Invalid value for REDIS_PARAMS: {exc}") from None
+    where = {key: params[key] for key in _REDIS_PARAMS_LOCATION if params.get(key)}
+    if params.get(_REDIS_PARAMS_SOCKET):
+        where[_REDIS_PARAMS_SOCKET] = params[_REDIS_PARAMS_SOCKET]
+    names = dict.fromkeys(where, "REDIS_PARAMS")
+    for name, key in (("REDIS_URL", "url"), ("REDIS_HOST", "host"), ("REDIS_PORT", "port")):
+        if settings.get(name):  # scrapy-redis ignores empty values too
+            where[key], names[key] = settings.get(name), name
+    if settings.get("REDIS_DB"):
+        where["db"], names["db"] = settings.get("REDIS_DB"), "REDIS_DB"
+    if "url" in where:
+        return _read_param(where, names, "url", _redis_url, None)
+    if not where:
+        return DEFAULT_REDIS_URL
+    port = _read_param(where, names, "port", _port, 6379)
+    db = _read_param(where, names, "db", _database, 0)
+    credentials = ""
+    if where.get("password") or where.get("username"):
+        username = quote(str(where.get("username") or ""), safe="")
+        credentials = f"{username}:{quote(str(where.get('password') or ''), safe='')}@"
+    if _REDIS_PARAMS_SOCKET in where and "host" not in where:
+        path = _read_param(where, names, _REDIS_PARAMS_SOCKET, _socket_path, None)
+        return f"unix://{credentials}{path}?db={db}"
+    host = _read_param(where, names, "host", _host, "localhost")
+    scheme = "rediss" if where.get("ssl") else "redis"
+    return f"{scheme}://{credentials}{host}:{port}/{db}"
+
+
+def _read_param(
+    where: Mapping[str, Any],
+    names: Mapping[str, str],
+    key: str,
+    convert: Callable[[Any], Any],
+    default: Any,
+) -> Any:
+    if key not in where:
+        return default
+    """``where[key]`` converted; a bad value names the setting it came from."""
+    try:
+        return convert(where[key])
+    except (TypeError, ValueError) as exc:
+        name = f"REDIS_PARAMS[{key!r}]" if names[key] == "REDIS_PARAMS" else names[key]
+        raise SettingsError(f"Invalid value for {name}: {where[key]!r} ({exc})") from None
+
+
+def _port(value: Any) -> int:
+    port = _integer(value)
+    if not 0 < port < 65536:
+        raise ValueError("expected a port number, 1 to 65535")
+    return port
+
+
+def _database(value: Any) -> int:
+    db = _integer(value)
+    if db < 0:
+        raise ValueError("expected a database number, 0 or more")
+    return db
+
+
+def _host(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or any(c in value for c in "/@?# "):
+        raise ValueError("expected a host name or address")
+    host = value.strip()
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _socket_path(value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ValueError("expected an absolute path")
+    return quote(value, safe="/")
 
 
 def fetch_meta_conflict(meta: Mapping[str, Any]) -> str | None:
