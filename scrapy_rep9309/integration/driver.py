@@ -235,8 +235,9 @@ class OriginDriver:
         """For a request never scheduled (``engine.download_async``): wait here instead.
 
         Such a request sits in the engine's in-progress set, which the engine waits to
-        empty before it closes the spider: wake up every WAIT_POLL_INTERVAL seconds to
-        give up if the spider is closing.
+        empty before it closes the spider: every WAIT_POLL_INTERVAL seconds, a look
+        whether the spider is closing wakes it to give up. Only that look, the answer
+        (``_wake``) and ``close`` wake it, so an answer never finds it already woken.
         """
         if self._closing():
             raise IgnoreRequest(closing_reason(origin))
@@ -250,7 +251,7 @@ class OriginDriver:
         actions = machine.request(token, time.time(), self._defer, deadline=deadline)
         self._carry_out(origin, machine, actions)
         while True:
-            self._timers.schedule(("poll", token), WAIT_POLL_INTERVAL, _fire, waiter, None)
+            self._look_whether_closing(token, waiter)
             outcome = await maybe_deferred_to_future(waiter)
             self._timers.cancel(("poll", token))
             if outcome is True:
@@ -267,11 +268,18 @@ class OriginDriver:
             if outcome is False:
                 self.accounting.count(origin, "expired")
                 raise IgnoreRequest(self.expiry_reason(origin))
-            if self._closed or _engine_closing(self.crawler):
-                self._waiters.pop(token, None)
-                self.accounting.count(origin, "closed")
-                raise IgnoreRequest(closing_reason(origin))
-            waiter = self._waiters[token] = Deferred()
+            self._waiters.pop(token, None)  # None: the spider is closing
+            self.accounting.count(origin, "closed")
+            raise IgnoreRequest(closing_reason(origin))
+
+    def _look_whether_closing(self, token: Hashable, waiter: Deferred[bool]) -> None:
+        """Wake a request waiting in ``wait`` (with None) once the spider is closing."""
+        if self._closing():
+            _fire(waiter, None)
+            return
+        self._timers.schedule(
+            ("poll", token), WAIT_POLL_INTERVAL, self._look_whether_closing, token, waiter
+        )
 
     def changed_elsewhere(self, key: str) -> None:
         """Another process stored a record for ``key``: adopt it if the origin is cached

@@ -1,0 +1,68 @@
+"""Requests a spider downloads itself (``engine.download_async``) never pass the scheduler:
+they wait inside ``process_request`` for their origin's robots.txt, and are decided by it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+from scrapy.utils.defer import deferred_f_from_coro_f, deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import DeferredList
+
+import scrapy_rep9309.integration.driver
+from scrapy_rep9309.integration.fetch import download
+from tests.crawl import Failed, PlanSpider, Seen, run_crawl
+from tests.servers import ServerPool, rules
+
+PRIVATE = "User-agent: *\nDisallow: /private\n"
+
+
+class DirectSpider(PlanSpider):
+    """Crawls ``plan`` (one home page); its callback downloads ``direct`` itself, at once."""
+
+    direct: list[str] = []
+
+    async def parse(self, response: Response, **kwargs: Any) -> None:
+        super().parse(response)
+        assert self.crawler.engine is not None
+        downloads = [deferred_from_coro(self._download(url)) for url in self.direct]
+        await maybe_deferred_to_future(DeferredList(downloads, consumeErrors=True))
+
+    async def _download(self, url: str) -> None:
+        request = Request(url, dont_filter=True)
+        try:
+            got = await download(self.crawler, request)
+        except IgnoreRequest as exc:
+            self.result.failures.append(Failed(url, exc, time.monotonic(), request))
+            return
+        self.result.responses.append(Seen(got.url, got.status, time.monotonic(), request))
+
+
+@deferred_f_from_coro_f
+async def test_direct_downloads_wait_for_robots_txt_and_every_wake_up_counts(
+    servers: ServerPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A waiting download looks every WAIT_POLL_INTERVAL whether the spider closes; with
+    that look on every turn of the event loop, a robots.txt answer arriving in the same
+    turn as a look must still wake it (it used to be lost: the download waited until
+    CLOSESPIDER_TIMEOUT and ended "closed")."""
+    monkeypatch.setattr(scrapy_rep9309.integration.driver, "WAIT_POLL_INTERVAL", 0.0)
+    home = servers.add(rules("User-agent: *\n"))
+    sites = [servers.add(rules(PRIVATE, delay=0.05 * n)) for n in range(1, 9)]
+    allowed = [site.url(f"/page/{n}") for site in sites for n in range(4)]
+    forbidden = [site.url("/private/page") for site in sites[:2]]
+    DirectSpider.direct = allowed + forbidden
+
+    result = await run_crawl([home.url("/")], {"CLOSESPIDER_TIMEOUT": 6}, spider_cls=DirectSpider)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert result.urls == {home.url("/"), *allowed}
+    assert result.forbidden_urls == set(forbidden)
+    assert [len(site.robots_fetches) for site in sites] == [1] * len(sites)
+    held_or_waited = 1 + len(allowed) + len(forbidden)  # the home page was held
+    assert result.stat("robotstxt/deferred") == held_or_waited
+    assert result.stat("robotstxt/deferred/released") == held_or_waited
