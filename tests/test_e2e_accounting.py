@@ -7,8 +7,16 @@ silently: they reach their errback, counted as closed; and no timer outlives the
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.core.scheduler import Scheduler
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from scrapy_rep9309.integration.jobdir import read_state
+from scrapy_rep9309.integration.timers import Timers
 from tests.crawl import Wait, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, hang, rules
 
@@ -86,3 +94,60 @@ async def test_no_timer_outlives_the_crawl(servers: ServerPool) -> None:
     middleware = result.middleware(ours_class())
     assert len(middleware.driver._timers) == 0
     assert result.stat("robotstxt/deferred/closed") == 1
+
+
+class RefusingScheduler(Scheduler):
+    """A scheduler that cannot take requests whose path starts with ``/refused``."""
+
+    def enqueue_request(self, request: Request) -> bool:
+        if "/refused" in request.url:
+            raise RuntimeError("queue unavailable")
+        return super().enqueue_request(request)
+
+
+@deferred_f_from_coro_f
+async def test_a_released_request_the_scheduler_refuses_reaches_its_errback(
+    servers: ServerPool,
+) -> None:
+    """Released requests go back through the scheduler; one it raises for is neither
+    downloaded nor forgotten: its errback gets the error (it used to be only logged)."""
+    site = servers.add(rules("User-agent: *\n", delay=0.2))
+    kept, refused = site.url("/page"), site.url("/refused")
+    settings = {"SCHEDULER": f"{__name__}.RefusingScheduler"}
+
+    result = await run_crawl([kept, refused], settings)
+
+    assert result.urls == {kept}
+    failure = result.failure_for(refused)
+    assert isinstance(failure.exception, RuntimeError)
+    assert result.stat("robotstxt/deferred") == result.stat("robotstxt/deferred/released") == 2
+
+
+@deferred_f_from_coro_f
+async def test_requests_released_just_before_a_jobdir_pause_keep_their_defer_time(
+    servers: ServerPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Released requests reach the engine a turn of the event loop later; the spider may
+    close (here: pause under JOBDIR) in between. They are saved with the defer time they
+    had left, not none: on the resume they wait for their robots.txt like any other
+    (they were saved with 0 s and expired at once if it had to be fetched again)."""
+    late_flush = 1.0  # the turn of the loop, stretched so that the pause falls inside it
+    schedule = Timers.schedule
+
+    def stretched(self: Timers, key: Any, delay: float, *args: Any) -> None:
+        outbox = isinstance(key, tuple) and key[0] == "outbox"
+        schedule(self, key, late_flush if outbox else delay, *args)
+
+    monkeypatch.setattr(Timers, "schedule", stretched)
+    site = servers.add(rules("User-agent: *\n"))
+    jobdir = tmp_path / "job"
+    settings = {"JOBDIR": str(jobdir), "CLOSESPIDER_TIMEOUT": 0.5, "REP9309_DEFER_TIMEOUT": 30}
+
+    result = await run_crawl(site.urls(["/a", "/b"]), settings)
+
+    assert result.close_reason == "closespider_timeout"
+    assert result.urls == set()
+    state = read_state(jobdir)
+    assert sorted(saved.origin for saved in state.held) == [site.base, site.base]
+    assert all(25 < saved.remaining <= 30 for saved in state.held), state.held
+    assert result.stat("robotstxt/deferred") == result.stat("robotstxt/deferred/saved") == 2

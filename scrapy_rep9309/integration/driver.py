@@ -145,8 +145,9 @@ class OriginDriver:
             weakref.WeakKeyDictionary()
         )
         #: Released requests and expired copies waiting for a fresh call stack, with
-        #: the counter they will be counted in when handed to the engine.
-        self._outbox: list[tuple[Origin, Request, str]] = []
+        #: the counter they will be counted in when handed to the engine and the
+        #: deadline they were held with (kept if the spider closes meanwhile).
+        self._outbox: list[tuple[Origin, Request, str, float]] = []
         #: Held requests the closing engine could not take: close() returns them.
         self._undelivered: list[Leftover] = []
         #: Requests whose wait ended while the engine was closing: errback'd at close.
@@ -452,13 +453,8 @@ class OriginDriver:
         for waiter in list(self._waiters.values()):
             _fire(waiter, None)
         self._waiters.clear()
-        for origin, request, counter in self._outbox:
-            if counter == "expired":
-                self._expired_late.append((origin, request, request.meta[EXPIRED_META]))
-            else:
-                record = self.released.pop(request, None)
-                self._undelivered.append(Leftover(origin, request, now, record))
-        self._outbox.clear()
+        outbox, self._outbox = self._outbox, []
+        self._keep_for_close(outbox)
         for origin, request, reason in self._expired_late:
             self.accounting.count(origin, "expired")
             await call_errback(request, IgnoreRequest(reason))
@@ -832,36 +828,45 @@ class OriginDriver:
                 Leftover(origin, held.request, held.deadline, record) for held in taken
             )
             return
-        requests = [held.request for held in taken]
         if record is not None:
-            for request in requests:
-                self.released[request] = record
-        self._send(origin, requests, "released")
+            for held in taken:
+                self.released[held.request] = record
+        self._send(origin, [(held.request, held.deadline) for held in taken], "released")
 
-    def _send(self, origin: Origin, requests: list[Request], counter: str) -> None:
-        """Hand ``requests`` to the engine on a fresh call stack (counted then)."""
+    def _send(self, origin: Origin, requests: list[tuple[Request, float]], counter: str) -> None:
+        """Hand ``requests`` (with their deadline) to the engine on a fresh call stack
+        (counted then)."""
         if not self._outbox:
             self._timers.schedule(("outbox", id(self)), 0, self._flush)
-        self._outbox.extend((origin, request, counter) for request in requests)
+        self._outbox.extend((origin, request, counter, deadline) for request, deadline in requests)
 
     def _flush(self) -> None:
         engine = self.crawler.engine
         assert engine is not None
         outbox, self._outbox = self._outbox, []
         if self._closing():  # a closing engine would drop them silently: close() decides
-            for origin, request, counter in outbox:
-                if counter == "expired":
-                    self._expired_late.append((origin, request, request.meta[EXPIRED_META]))
-                else:
-                    record = self.released.pop(request, None)
-                    self._undelivered.append(Leftover(origin, request, time.time(), record))
+            self._keep_for_close(outbox)
             return
-        for origin, request, counter in outbox:
+        for origin, request, counter, _ in outbox:
             self.accounting.count(origin, counter)
             try:
                 engine.crawl(request)
-            except Exception:  # e.g. a custom scheduler or dupefilter: the others still go
-                logger.exception("Scheduling the released request %s failed", request)
+            except Exception as exc:  # e.g. a custom scheduler: the others still go
+                logger.exception(
+                    "Scheduling %s failed; it goes to its errback with the error", request
+                )
+                expired = request.meta.get(EXPIRED_META)
+                self._spawn(call_errback(request, IgnoreRequest(expired) if expired else exc))
+
+    def _keep_for_close(self, outbox: list[tuple[Origin, Request, str, float]]) -> None:
+        """Requests the closing engine cannot take any more: close() decides them (an
+        expired copy goes to its errback, a released request is saved or closed)."""
+        for origin, request, counter, deadline in outbox:
+            if counter == "expired":
+                self._expired_late.append((origin, request, request.meta[EXPIRED_META]))
+            else:
+                record = self.released.pop(request, None)
+                self._undelivered.append(Leftover(origin, request, deadline, record))
 
     def _expire(self, origin: Origin, action: Action) -> None:
         self._wake(action.held, False)
@@ -883,7 +888,7 @@ class OriginDriver:
         for held in taken:
             copy = held.request.replace(dont_filter=True)
             copy.meta[EXPIRED_META] = reason
-            copies.append(copy)
+            copies.append((copy, held.deadline))
         self._send(origin, copies, "expired")
 
     def _drop(self, origin: Origin, action: Action) -> None:
@@ -1109,8 +1114,9 @@ def _engine_closing(crawler: Crawler) -> bool:
 async def call_errback(request: Request, exception: Exception) -> None:
     """Hand ``exception`` to the request's errback the way Scrapy would, output discarded.
 
-    Used when the spider closes with requests still held: the engine no longer
-    accepts new requests or items then, so whatever the errback yields is dropped.
+    Used when the spider closes with requests still held (the engine no longer accepts
+    new requests or items then, so whatever the errback yields is dropped), and for a
+    request the scheduler refused to take back.
     """
     import inspect
 
