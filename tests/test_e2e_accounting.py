@@ -16,6 +16,7 @@ from scrapy.core.scheduler import Scheduler
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_rep9309.integration.jobdir import read_state
+from scrapy_rep9309.integration.middleware import CONTENT_USAGE_META
 from scrapy_rep9309.integration.timers import Timers
 from tests.crawl import Wait, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, hang, rules
@@ -72,6 +73,8 @@ async def test_deferred_is_released_plus_expired_plus_closed_per_origin(
         )
     assert late.page_requests == [] and silent.page_requests == []
     assert late.robots_fetches[0].answered is not None, "the late robots.txt did answer"
+    assert reports[late.base].allowed == 0, "decided at close, never downloaded"
+    assert CONTENT_USAGE_META not in result.failure_for(late.url("/page/1")).request.meta
     assert result.urls == {answering.url("/page/1")}
 
 

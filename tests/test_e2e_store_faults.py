@@ -18,7 +18,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
-from scrapy_rep9309.storage.base import HeldRequest
+from scrapy_rep9309.storage.base import HeldRequest, StoreUnavailable
 from scrapy_rep9309.storage.memory import MemoryStore
 from tests.crawl import CrawlResult, run_crawl
 from tests.servers import Reply, ServerPool, rules
@@ -170,3 +170,36 @@ async def test_a_retry_keeps_the_triggering_requests_user_agent(servers: ServerP
 
     agents = [entry.headers.get("User-Agent") for entry in site.robots_fetches]
     assert agents == ["CustomBot/1.0", "CustomBot/1.0"]
+
+
+class AlwaysDown(MemoryStore):
+    """A store that never answers, counting the calls that reach it."""
+
+    calls = 0
+
+    async def load(self, key: str) -> Any:
+        type(self).calls += 1
+        raise StoreUnavailable("down for good")
+
+
+@deferred_f_from_coro_f
+async def test_store_calls_waiting_out_an_outage_stop_when_the_spider_closes(
+    servers: ServerPool,
+) -> None:
+    """The driver's store calls are tried again after 0.5, 1, 2, then every 5 s while the
+    store is down, until the spider closes: then they give up (they went on for as long
+    as the process lived, calling a store already closed)."""
+    site = servers.add(rules(PRIVATE))
+
+    result = await run_crawl(
+        [site.url("/a")], {"REP9309_STORE": store(AlwaysDown), "CLOSESPIDER_TIMEOUT": 1}
+    )
+    calls_at_close = AlwaysDown.calls
+    await asyncio.sleep(3.0)  # a call would be due at 3.5 s
+
+    assert result.close_reason == "closespider_timeout"
+    assert site.log == [], "nothing was crawled without a copy"
+    assert site.url("/a") in result.ignored_urls
+    assert calls_at_close >= 2
+    assert AlwaysDown.calls == calls_at_close
+    assert adds_up(result), result.robotstxt_stats()

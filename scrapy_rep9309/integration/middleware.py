@@ -104,9 +104,9 @@ class RobotsTxtMiddleware:
         self.stats = crawler.stats
         self.accounting = Accounting(crawler.stats, settings.cache_size, self._known)
         self.store = build_from_crawler(settings.store, crawler)
-        # The driver's store calls wait out outages (docs/fleet.md).
-        patient = PatientStore(self.store, crawler.stats)
-        self.driver = OriginDriver(crawler, settings, patient, self.accounting)
+        # The driver's store calls wait out outages (docs/fleet.md), until it is closed.
+        self._patient_store = PatientStore(self.store, crawler.stats)
+        self.driver = OriginDriver(crawler, settings, self._patient_store, self.accounting)
         #: The crawl's offsite middlewares, each with whether its policy is Scrapy's own.
         self._offsite: list[tuple[OffsiteMiddleware, bool]] = []
         self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
@@ -208,7 +208,7 @@ class RobotsTxtMiddleware:
                 await self._close_unsent(leftover)
         if self._jobdir:
             await self._pause(to_save)
-        await self.store.close()
+        await self._patient_store.close()  # calls still waiting out an outage give up
         logger.info(self.accounting.summary(self.stats.get_stats()))
         for line in self.accounting.all_forbidden_warnings():
             logger.warning(line)
@@ -219,7 +219,7 @@ class RobotsTxtMiddleware:
         close."""
         assert leftover.record is not None
         try:
-            self._decide(leftover.origin, leftover.record, leftover.request)
+            self._decide(leftover.origin, leftover.record, leftover.request, downloading=False)
         except IgnoreRequest as forbidden:
             self.accounting.count(leftover.origin, "released")
             await call_errback(leftover.request, forbidden)
@@ -429,9 +429,14 @@ class RobotsTxtMiddleware:
 
     # -- decisions --------------------------------------------------------------
 
-    def _decide(self, origin: Origin, record: OriginRecord, request: Request) -> None:
+    def _decide(
+        self, origin: Origin, record: OriginRecord, request: Request, *, downloading: bool = True
+    ) -> None:
         """Let ``request`` through, with its usage preferences in its meta, or raise
-        IgnoreRequest: forbidden, or refused for a REP9309_REQUIRE_USAGE label."""
+        IgnoreRequest: forbidden, or refused for a REP9309_REQUIRE_USAGE label.
+
+        Not ``downloading`` (the spider closed before it could be): only the refusal is
+        decided; an allowed request is neither counted allowed nor given its meta."""
         rules = self.driver.rules(origin, record) if record.has_body else None
         user_agent = self._user_agent(request)
         extra = self.settings.extra_user_agents
@@ -463,6 +468,8 @@ class RobotsTxtMiddleware:
                 decision = explain(record.outcome, rules, request.url, user_agent, extra).decision
                 report.first_refusal = _usage_refusal_text(refusing[0], decision)
             self._refuse(origin, request, usage, refusing)
+        if not downloading:
+            return
         self.accounting.report(origin).allowed += 1
         request.meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
         if self.settings.crawl_delay and rules is not None:
