@@ -179,8 +179,9 @@ class OriginDriver:
     def decisive(self, origin: Origin, request: Request) -> OriginRecord | None:
         """The newest usable copy for a request about to be downloaded.
 
-        The origin's machine knows the newest copy; only when it was evicted does the
-        copy the request was released with decide (if still usable).
+        The origin's machine knows the newest copy; only when it has none (it was
+        evicted, and perhaps made anew since) does the copy the request was released
+        with decide (if still usable).
         """
         now = time.time()
         machine = self.machines.get(origin)

@@ -39,9 +39,6 @@ class Timers:
 
         self._calls[key] = _call_later(max(0.0, delay), fire)
 
-    def pending(self, key: Hashable) -> bool:
-        return key in self._calls
-
     def cancel(self, key: Hashable) -> None:
         call = self._calls.pop(key, None)
         if call is not None:

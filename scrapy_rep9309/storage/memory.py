@@ -3,8 +3,9 @@
 Records beyond ``REP9309_CACHE_SIZE`` are evicted least recently used first, except
 records that must not be forgotten yet: one in backoff (it holds the only memory of
 when a failing server may be asked again), one under a fetch lease, one with held
-requests. Held requests are kept as they are (live ``Request`` objects, never
-serialised); leases never conflict, as nobody else shares this memory.
+requests. The driver gives it no held request (``keeps_held_requests``: it keeps its
+own); a subclass that asks for them gets them kept as they are (live ``Request``
+objects, never serialised). Leases never conflict, as nobody else shares this memory.
 """
 
 from __future__ import annotations
