@@ -184,9 +184,10 @@ def _read_param(
     convert: Callable[[Any], Any],
     default: Any,
 ) -> Any:
+    """``where[key]`` converted (``default`` when absent); a bad value names the setting
+    it came from."""
     if key not in where:
         return default
-    """``where[key]`` converted; a bad value names the setting it came from."""
     try:
         return convert(where[key])
     except (TypeError, ValueError) as exc:
