@@ -151,6 +151,7 @@ async def test_requests_released_just_before_a_jobdir_pause_keep_their_defer_tim
     assert result.close_reason == "closespider_timeout"
     assert result.urls == set()
     state = read_state(jobdir)
+    assert site.base in state.records, "robots.txt answered (and released them) before"
     assert sorted(saved.origin for saved in state.held) == [site.base, site.base]
     assert all(25 < saved.remaining <= 30 for saved in state.held), state.held
     assert result.stat("robotstxt/deferred") == result.stat("robotstxt/deferred/saved") == 2

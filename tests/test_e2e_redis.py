@@ -11,8 +11,10 @@ import logging
 from typing import Any
 
 import pytest
+from redis.connection import Connection, parse_url
 from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy_redis.connection import get_redis_from_settings
 from twisted.internet import reactor
 
 from scrapy_rep9309.integration.settings import RedisStoreSettings, SettingsError
@@ -97,7 +99,8 @@ def test_redis_url_defaults_to_scrapy_redis_then_localhost() -> None:
         ({"REDIS_PARAMS": {"host": "q"}, "REDIS_HOST": "h"}, "redis://h:6379/0"),
         ({"REDIS_PARAMS": {"url": "redis://p/1"}}, "redis://p/1"),
         ({"REDIS_PARAMS": {"url": "redis://p/1"}, "REDIS_URL": "redis://u/2"}, "redis://u/2"),
-        ({"REDIS_URL": "redis://u/2", "REDIS_HOST": "h", "REDIS_PORT": 1}, "redis://u/2"),
+        ({"REDIS_URL": "redis://u/2", "REDIS_HOST": "h", "REDIS_PORT": 1}, "redis://u:1/2"),
+        ({"REDIS_URL": "redis://u:7/2", "REDIS_HOST": "h", "REDIS_PORT": 1}, "redis://u:7/2"),
         (
             {"REDIS_PARAMS": {"unix_socket_path": "/run/redis.sock", "db": 1}},
             "unix:///run/redis.sock?db=1",
@@ -105,17 +108,77 @@ def test_redis_url_defaults_to_scrapy_redis_then_localhost() -> None:
         ({"REDIS_PARAMS": '{"host": "from-json"}'}, "redis://from-json:6379/0"),
         ({"REDIS_PARAMS": {"socket_timeout": 30, "encoding": "utf-8"}}, "redis://localhost:6379/0"),
         ({"REDIS_HOST": "", "REDIS_PORT": None}, "redis://localhost:6379/0"),
+        # redis-py takes from the URL what it says, the rest from the other settings
+        ({"REDIS_URL": "redis://queue", "REDIS_DB": 5}, "redis://queue/5"),
+        (
+            {"REDIS_URL": "redis://queue", "REDIS_PARAMS": {"password": "pw", "db": 3}},
+            "redis://:pw@queue/3",
+        ),
+        (
+            {"REDIS_URL": "redis://:own@queue/1", "REDIS_PARAMS": {"password": "pw", "db": 3}},
+            "redis://:own@queue/1",
+        ),
+        ({"REDIS_URL": "unix:///run/redis.sock", "REDIS_DB": 4}, "unix:///run/redis.sock?db=4"),
+        # a socket wins over a host, as in redis-py
+        (
+            {"REDIS_PARAMS": {"unix_socket_path": "/run/redis.sock"}, "REDIS_HOST": "h"},
+            "unix:///run/redis.sock",
+        ),
+        ({"REDIS_HOST": "fe80::1%12"}, "redis://[fe80::1%2512]:6379/0"),
+        (
+            {
+                "REDIS_PARAMS": {
+                    "host": "q",
+                    "ssl": True,
+                    "ssl_cert_reqs": "none",
+                    "ssl_check_hostname": False,
+                }
+            },
+            "rediss://q:6379/0?ssl_cert_reqs=none&ssl_check_hostname=no",
+        ),
+        ({"REDIS_PARAMS": {"host": "q", "ssl_cert_reqs": "none"}}, "redis://q:6379/0"),
     ],
 )
+@pytest.mark.filterwarnings("ignore:Call to '__init__':DeprecationWarning")  # scrapy-redis's
 def test_without_redis_url_the_store_uses_where_scrapy_redis_connects(
     values: dict[str, Any], url: str
 ) -> None:
     """scrapy-redis also reads REDIS_HOST, REDIS_PORT, REDIS_DB and REDIS_PARAMS (the
-    single settings win over REDIS_PARAMS, a URL over both): a fleet configured that
-    way shares its queue's Redis, not one on localhost."""
+    single settings win over REDIS_PARAMS) and hands them to redis-py, which takes from a
+    URL what it says and the rest from them: a fleet configured that way shares its
+    queue's Redis, not one on localhost. The URL means to redis-py what they do."""
     assert RedisStoreSettings.from_settings(Settings(values)).url == url
+    assert _where_the_url_connects(url) == _where_scrapy_redis_connects(values)
     with_own = Settings({**values, "REP9309_REDIS_URL": "redis://own:1/0"})
     assert RedisStoreSettings.from_settings(with_own).url == "redis://own:1/0"
+
+
+def _where_scrapy_redis_connects(values: dict[str, Any]) -> dict[str, Any]:
+    """Where the client scrapy-redis builds from ``values`` connects, and how."""
+    pool = get_redis_from_settings(Settings(values)).connection_pool
+    return _where(pool.connection_kwargs, pool.connection_class.__name__)
+
+
+def _where_the_url_connects(url: str) -> dict[str, Any]:
+    kwargs = parse_url(url)
+    return _where(kwargs, kwargs.pop("connection_class", Connection).__name__)
+
+
+def _where(kwargs: dict[str, Any], connection_class: str) -> dict[str, Any]:
+    if kwargs.get("path"):
+        where: dict[str, Any] = {"path": kwargs["path"]}
+    else:
+        where = {"host": kwargs.get("host") or "localhost", "port": int(kwargs.get("port") or 6379)}
+    where["db"] = int(kwargs.get("db") or 0)
+    where["login"] = (kwargs.get("username") or None, kwargs.get("password") or None)
+    where["class"] = connection_class
+    if connection_class == "SSLConnection":
+        # redis-py's defaults, for the options a URL leaves out
+        where["tls"] = (
+            kwargs.get("ssl_cert_reqs") or "required",
+            kwargs.get("ssl_check_hostname", True),
+        )
+    return where
 
 
 @deferred_f_from_coro_f

@@ -854,7 +854,9 @@ class OriginDriver:
                 engine.crawl(request)
             except Exception as exc:  # e.g. a custom scheduler: the others still go
                 logger.exception(
-                    "Scheduling %s failed; it goes to its errback with the error", request
+                    "Scheduling %s failed; it goes to its errback with the error (what the "
+                    "errback returns is discarded)",
+                    request,
                 )
                 expired = request.meta.get(EXPIRED_META)
                 self._spawn(call_errback(request, IgnoreRequest(expired) if expired else exc))
@@ -1138,4 +1140,4 @@ async def call_errback(request: Request, exception: Exception) -> None:
             for _ in output:
                 pass
     except Exception:
-        logger.exception("Errback of %s failed while the spider was closing", request)
+        logger.exception("Errback of %s failed", request)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
@@ -135,46 +135,75 @@ class RedisStoreSettings:
         return cls(url=url, prefix=prefix)
 
 
-#: The REDIS_PARAMS keys that say where Redis is (scrapy-redis passes them to redis-py);
-#: the others (timeouts, encoding...) concern scrapy-redis's own client.
+#: The REDIS_PARAMS keys that say where Redis is and how to log in (scrapy-redis passes
+#: them to redis-py), besides TLS options (``ssl_*``); the others (timeouts, encoding...)
+#: concern scrapy-redis's own client.
 _REDIS_PARAMS_LOCATION = ("url", "host", "port", "db", "username", "password", "ssl")
 _REDIS_PARAMS_SOCKET = "unix_socket_path"
+#: The single scrapy-redis settings, and the REDIS_PARAMS key each one overrides.
+_REDIS_SINGLE_SETTINGS = (
+    ("REDIS_URL", "url"),
+    ("REDIS_HOST", "host"),
+    ("REDIS_PORT", "port"),
+    ("REDIS_DB", "db"),
+)
 
 
 def _scrapy_redis_url(settings: BaseSettings) -> str:
-    """Where scrapy-redis connects, as a URL, read as scrapy-redis reads it: REDIS_URL,
-    else REDIS_HOST, REDIS_PORT and REDIS_DB, each of them winning over the same key of
-    REDIS_PARAMS (which may also give ``username``, ``password``, ``ssl`` or
-    ``unix_socket_path``); else the local default. A bad value names its setting."""
+    """Where scrapy-redis connects, as one URL, the way redis-py combines what scrapy-redis
+    gives it: REDIS_URL, else REDIS_HOST and REDIS_PORT (or REDIS_PARAMS's
+    ``unix_socket_path``, which wins over a host); REDIS_PORT, REDIS_DB and REDIS_PARAMS's
+    ``username``, ``password`` and (over TLS) ``ssl_*`` options apply where the URL does
+    not say otherwise; a single setting wins over the same key of REDIS_PARAMS. Else the local
+    default. A bad value names its setting."""
     try:
         params = settings.getdict("REDIS_PARAMS")
     except (TypeError, ValueError) as exc:
         raise SettingsError(f"Invalid value for REDIS_PARAMS: {exc}") from None
-    where = {key: params[key] for key in _REDIS_PARAMS_LOCATION if params.get(key)}
-    if params.get(_REDIS_PARAMS_SOCKET):
-        where[_REDIS_PARAMS_SOCKET] = params[_REDIS_PARAMS_SOCKET]
+    where = {
+        key: value
+        for key, value in params.items()
+        if value and (key in _REDIS_PARAMS_LOCATION or key == _REDIS_PARAMS_SOCKET)
+    }
     names = dict.fromkeys(where, "REDIS_PARAMS")
-    for name, key in (("REDIS_URL", "url"), ("REDIS_HOST", "host"), ("REDIS_PORT", "port")):
+    for name, key in _REDIS_SINGLE_SETTINGS:
         if settings.get(name):  # scrapy-redis ignores empty values too
             where[key], names[key] = settings.get(name), name
-    if settings.get("REDIS_DB"):
-        where["db"], names["db"] = settings.get("REDIS_DB"), "REDIS_DB"
-    if "url" in where:
-        return _read_param(where, names, "url", _redis_url, None)
+    tls = {
+        key: value
+        for key, value in params.items()
+        if key.startswith("ssl_") and isinstance(value, (str, int, bool))
+    }
     if not where:
         return DEFAULT_REDIS_URL
-    port = _read_param(where, names, "port", _port, 6379)
-    db = _read_param(where, names, "db", _database, 0)
-    credentials = ""
-    if where.get("password") or where.get("username"):
-        username = quote(str(where.get("username") or ""), safe="")
-        credentials = f"{username}:{quote(str(where.get('password') or ''), safe='')}@"
-    if _REDIS_PARAMS_SOCKET in where and "host" not in where:
+    if "url" in where:
+        parts = urlsplit(_read_param(where, names, "url", _redis_url, None))
+    elif _REDIS_PARAMS_SOCKET in where:
         path = _read_param(where, names, _REDIS_PARAMS_SOCKET, _socket_path, None)
-        return f"unix://{credentials}{path}?db={db}"
-    host = _read_param(where, names, "host", _host, "localhost")
-    scheme = "rediss" if where.get("ssl") else "redis"
-    return f"{scheme}://{credentials}{host}:{port}/{db}"
+        parts = urlsplit(f"unix://{path}")
+    else:
+        host = _read_param(where, names, "host", _host, "localhost")
+        port = _read_param(where, names, "port", _port, 6379)
+        parts = urlsplit(f"{'rediss' if where.get('ssl') else 'redis'}://{host}:{port}")
+    netloc, path, query = parts.netloc, parts.path, parts.query
+    if parts.scheme != "unix" and parts.port is None and "port" in where:  # a URL's own
+        netloc = f"{netloc}:{_read_param(where, names, 'port', _port, None)}"
+    if parts.username is None and parts.password is None:  # the URL gives no login
+        if where.get("username") or where.get("password"):
+            username = quote(str(where.get("username") or ""), safe="")
+            password = quote(str(where.get("password") or ""), safe="")
+            netloc = f"{username}:{password}@{netloc}"
+    options = dict(parse_qsl(query))
+    path_db = "" if parts.scheme == "unix" else path.strip("/")
+    if not path_db and "db" not in options and "db" in where:
+        options["db"] = str(_read_param(where, names, "db", _database, 0))
+    if parts.scheme != "unix" and not path_db:
+        path = f"/{options.pop('db', '0')}"
+    for key, value in tls.items() if parts.scheme == "rediss" else ():  # TLS only
+        flag = "yes" if value else "no"
+        options.setdefault(key, flag if isinstance(value, bool) else str(value))
+    url = f"{parts.scheme}://{netloc}{path}"
+    return f"{url}?{urlencode(options, safe='/')}" if options else url
 
 
 def _read_param(
@@ -210,10 +239,11 @@ def _database(value: Any) -> int:
 
 
 def _host(value: Any) -> str:
+    """A host name or address for a URL (an IPv6 literal bracketed, its zone escaped)."""
     if not isinstance(value, str) or not value.strip() or any(c in value for c in "/@?# "):
         raise ValueError("expected a host name or address")
-    host = value.strip()
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+    host = value.strip().removeprefix("[").removesuffix("]")
+    return f"[{host.replace('%', '%25')}]" if ":" in host else host
 
 
 def _socket_path(value: Any) -> str:
