@@ -140,6 +140,8 @@ def test_scrapys_parser_module_is_imported_only_for_robots_parsed_receivers() ->
     nobody listens to never imports it (nor Scrapy's parser module, which imports it)."""
     script = (
         "import sys\n"
+        "from scrapy.utils.reactor import install_reactor\n"
+        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
         "from scrapy import Spider\n"
         "from scrapy.utils.test import get_crawler\n"
         "from scrapy_rep9309 import RobotsTxtMiddleware\n"
