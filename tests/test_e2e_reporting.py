@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 
 import pytest
 from scrapy import signals
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from tests._commands import REPO_ROOT, run
 from tests._readme import (
     PACKAGE,
-    REPO_ROOT,
     code_spans,
     documented_stats,
     meta_keys_used,
@@ -151,7 +149,6 @@ def test_scrapys_parser_module_is_imported_only_for_robots_parsed_receivers() ->
         "RobotsTxtMiddleware.from_crawler(crawler)\n"
         "print(sorted(m for m in ('protego', 'scrapy.robotstxt') if m in sys.modules))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO_ROOT
-    )
+    result = run(["-c", script], cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

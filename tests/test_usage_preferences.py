@@ -8,8 +8,6 @@ Cloudflare's Content Signals Policy, ``License`` is RSL 1.0's robots.txt line.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import pytest
@@ -26,7 +24,7 @@ from scrapy_rep9309.rules.usage import (
     split_rule_value,
     statement_preferences,
 )
-from tests._commands import REPO_ROOT
+from tests._commands import REPO_ROOT, run
 
 # The parser is tested as built from Python and from compiled parts alike.
 pytestmark = pytest.mark.usefixtures("each_implementation")
@@ -472,9 +470,8 @@ def test_the_structured_fields_parser_is_imported_only_when_a_statement_is_parse
         "print(rules.content_usage('http://a.example/page', 'bot'))\n"
         "print('http_sf' in sys.modules)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO_ROOT
-    )
+    result = run(["-c", script], cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr
     before, preferences, after = result.stdout.split("\n")[:3]
     assert before == "False"
     assert "train-ai" in preferences
