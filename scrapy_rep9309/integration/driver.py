@@ -852,14 +852,15 @@ class OriginDriver:
             self.accounting.count(origin, counter)
             try:
                 engine.crawl(request)
-            except Exception as exc:  # e.g. a custom scheduler: the others still go
+            except Exception as error:  # e.g. a custom scheduler: the others still go
                 logger.exception(
                     "Scheduling %s failed; it goes to its errback with the error (what the "
                     "errback returns is discarded)",
                     request,
                 )
-                expired = request.meta.get(EXPIRED_META)
-                self._spawn(call_errback(request, IgnoreRequest(expired) if expired else exc))
+                expired = counter == "expired"
+                reason = IgnoreRequest(request.meta[EXPIRED_META]) if expired else error
+                self._spawn(call_errback(request, reason))
 
     def _keep_for_close(self, outbox: list[tuple[Origin, Request, str, float]]) -> None:
         """Requests the closing engine cannot take any more: close() decides them (an

@@ -140,7 +140,7 @@ class RobotsTxtMiddleware:
                 if isinstance(mw, OffsiteMiddleware)
             ]
         self._codec = RequestCodec(spider)
-        await self.store.open(self._codec, self._changed_elsewhere)
+        await self._patient_store.open(self._codec, self._changed_elsewhere)
         self.driver.start_orphan_sweep()
         if self._jobdir:
             await self._resume(read_state(self._jobdir))

@@ -196,7 +196,7 @@ def _scrapy_redis_url(settings: BaseSettings) -> str:
     options = dict(parse_qsl(query))
     path_db = "" if parts.scheme == "unix" else path.strip("/")
     if not path_db and "db" not in options and "db" in where:
-        options["db"] = str(_read_param(where, names, "db", _database, 0))
+        options["db"] = str(_read_param(where, names, "db", _non_negative_int, 0))
     if parts.scheme != "unix" and not path_db:
         path = f"/{options.pop('db', '0')}"
     for key, value in tls.items() if parts.scheme == "rediss" else ():  # TLS only
@@ -229,13 +229,6 @@ def _port(value: Any) -> int:
     if not 0 < port < 65536:
         raise ValueError("expected a port number, 1 to 65535")
     return port
-
-
-def _database(value: Any) -> int:
-    db = _integer(value)
-    if db < 0:
-        raise ValueError("expected a database number, 0 or more")
-    return db
 
 
 def _host(value: Any) -> str:
