@@ -16,7 +16,7 @@ from twisted.internet.defer import DeferredList
 import scrapy_rep9309.integration.driver
 from scrapy_rep9309.integration.fetch import download
 from tests.crawl import Failed, PlanSpider, Seen, run_crawl
-from tests.servers import ServerPool, rules
+from tests.servers import Reply, ServerPool, rules
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
 
@@ -66,3 +66,33 @@ async def test_direct_downloads_wait_for_robots_txt_and_every_wake_up_counts(
     held_or_waited = 1 + len(allowed) + len(forbidden)  # the home page was held
     assert result.stat("robotstxt/deferred") == held_or_waited
     assert result.stat("robotstxt/deferred/released") == held_or_waited
+
+
+@deferred_f_from_coro_f
+async def test_direct_downloads_of_an_unreachable_origin_end_with_the_reason_at_their_deadline(
+    servers: ServerPool,
+) -> None:
+    """A download waiting inside ``process_request`` for a robots.txt that keeps failing
+    (complete disallow) is never sent: at REP9309_DEFER_TIMEOUT it ends with an
+    IgnoreRequest naming the failure, counted as expired, and the crawl goes on."""
+    home = servers.add(rules("User-agent: *\n"))
+    failing = servers.add(Reply(503, "busy"))
+    DirectSpider.direct = failing.urls(["/page/1", "/page/2"])
+    settings = {"REP9309_DEFER_TIMEOUT": 0.8, "REP9309_RETRY_DELAY": 0.2}
+
+    result = await run_crawl(
+        [home.url("/")], {**settings, "CLOSESPIDER_TIMEOUT": 20}, spider_cls=DirectSpider
+    )
+
+    assert result.stats["finish_reason"] == "finished"
+    assert result.urls == {home.url("/")}
+    reason = f"robots.txt of {failing.base} still unknown after 0.8 s (unreachable: HTTP 503)"
+    for url in DirectSpider.direct:
+        failure = result.failure_for(url)
+        assert isinstance(failure.exception, IgnoreRequest)
+        assert failure.message == reason
+    assert failing.page_requests == []
+    assert len(failing.robots_fetches) >= 2, "the fetch was retried while they waited"
+    assert result.stat("robotstxt/deferred") == 3  # the home page was held, and released
+    assert result.stat("robotstxt/deferred/released") == 1
+    assert result.stat("robotstxt/deferred/expired") == 2
