@@ -79,6 +79,34 @@ async def test_deferred_is_released_plus_expired_plus_closed_per_origin(
 
 
 @deferred_f_from_coro_f
+async def test_a_robots_txt_answering_while_the_spider_closes_still_forbids(
+    servers: ServerPool,
+) -> None:
+    """The answer arrives after closing began, and its download is the last thing the
+    engine waits for: the request it forbids still ends forbidden (counted released and
+    forbidden), the one it allows ends "closed", never downloaded. With a ``robots_parsed``
+    receiver (this harness connects one on Scrapy >= 2.18), reading the answer takes a turn
+    of the event loop, and the spider used to close before it was carried out."""
+    late = servers.add(rules("User-agent: *\nDisallow: /private\n", delay=1.3))
+
+    result = await run_crawl(
+        late.urls(["/page/1", "/private/1"]), {"CLOSESPIDER_TIMEOUT": 1, "DOWNLOAD_TIMEOUT": 5}
+    )
+
+    assert result.close_reason == "closespider_timeout"
+    assert late.robots_fetches[0].answered is not None, "the robots.txt did answer"
+    assert result.forbidden_urls == {late.url("/private/1")}
+    assert result.failure_for(late.url("/page/1")).message == (
+        f"Spider closed before {late.url('/page/1')} could be downloaded"
+    )
+    report = result.middleware(ours_class()).origin_reports()[0]
+    assert (report.deferred, report.released, report.closed, report.forbidden) == (2, 1, 1, 1)
+    assert report.allowed == 0
+    assert result.stat("robotstxt/forbidden") == 1
+    assert late.page_requests == []
+
+
+@deferred_f_from_coro_f
 async def test_no_timer_outlives_the_crawl(servers: ServerPool) -> None:
     """A retry and an expiry are pending when the spider closes: both are cancelled."""
     failing = servers.add(Reply(503, "busy"))

@@ -277,6 +277,38 @@ async def test_an_unreadable_state_file_is_ignored_with_a_warning(
 
 
 @deferred_f_from_coro_f
+async def test_saved_requests_that_cannot_be_restored_are_skipped_with_one_warning(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """A state file whose held requests are partly unreadable (bytes that are no request,
+    an origin that is no http(s) origin) restores the others; the rest is named in one
+    WARNING, never a crash."""
+    from scrapy import Request
+
+    from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, write_state
+    from scrapy_rep9309.integration.requestcodec import RequestCodec
+
+    site = servers.add(rules(PRIVATE))
+    good = RequestCodec(None).encode(Request(site.url("/saved")))
+    state = JobState(
+        held=[
+            SavedRequest(site.base, 60.0, good),
+            SavedRequest(site.base, 60.0, b"not a pickled request"),
+            SavedRequest("ftp://example.com", 60.0, good),
+        ]
+    )
+    write_state(tmp_path / "job", state, time.time())
+
+    result = await run_crawl([site.url("/a")], {"JOBDIR": str(tmp_path / "job")})
+
+    assert result.urls == {site.url("/a"), site.url("/saved")}
+    warnings = [r.getMessage() for r in result.logs if r.levelname == "WARNING"]
+    assert warnings == ["2 saved held requests could not be restored (the spider changed?)"]
+    assert result.stat("robotstxt/deferred/released") == 2
+    assert [r.getMessage() for r in result.logs if r.levelname == "ERROR"] == []
+
+
+@deferred_f_from_coro_f
 async def test_a_request_that_cannot_be_saved_goes_to_its_errback_named_in_a_warning(
     servers: ServerPool, tmp_path: Path
 ) -> None:

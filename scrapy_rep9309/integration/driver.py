@@ -72,6 +72,10 @@ ORPHAN_SWEEP_INTERVAL = 2.0
 UNWRITTEN_COPY_LIMIT = 0.5
 #: Seconds a fleet process waits at close for the store to take back its leftovers.
 CLOSE_STORE_TIMEOUT = 5.0
+#: Seconds ``close`` waits for robots.txt answers already downloaded to be carried out
+#: (``robots_parsed`` receivers may still run): a receiver that never returns does not
+#: keep the spider from closing.
+CLOSE_ANSWER_TIMEOUT = 5.0
 #: Fleet stats: requests held by other processes that this one released, requests of
 #: processes that are gone that this one took over, requests left to the others at close.
 RELEASED_FOR_PEERS_STAT = "robotstxt/fleet/released_for_peers"
@@ -132,6 +136,10 @@ class OriginDriver:
         #: The request that lends each origin's next fetch its proxy and User-Agent.
         self._triggers: dict[Origin, Request] = {}
         self._fetching: set[Origin] = set()
+        #: Fetches whose answer is downloaded but not carried out yet (their
+        #: ``robots_parsed`` receivers run): ``close`` waits for them, so that an answer
+        #: that came in as the spider closed decides the requests held for it.
+        self._answering: dict[Origin, Deferred[None]] = {}
         #: At most REP9309_CONCURRENT_FETCHES robots.txt downloads at once. Held requests
         #: wait outside the downloader, so nothing else bounds how many new origins start
         #: a fetch together: a page listing thousands of sites would open thousands of
@@ -438,6 +446,7 @@ class OriginDriver:
 
         Requests whose wait expired meanwhile go to their errback here, with the reason.
         """
+        await self._let_answers_finish()
         if self.shared:
             await self._settle_store_calls()
         self._closed = True
@@ -465,19 +474,22 @@ class OriginDriver:
             leftovers = await self._leave_leftovers(leftovers)
         return leftovers
 
+    async def _let_answers_finish(self) -> None:
+        """At close: carry out the answers already downloaded (a few seconds at most).
+        The engine waits for the robots.txt downloads before it closes, but not for what
+        follows them; an answer still being read then decides its requests (forbidden,
+        or left to save or close with their copy) instead of their ending unknown."""
+        for answering in list(self._answering.values()):
+            await _at_most(answering, CLOSE_ANSWER_TIMEOUT)
+
     async def _settle_store_calls(self) -> None:
         """Fleet, at close: let the queued store calls finish (a few seconds at most), so
         that what is left in the store and what is left to this process do not overlap."""
         for chain in list(self._chains.values()):
             if chain.called:
                 continue
-            waited: Deferred[Any] = Deferred()
-            chain.addBoth(lambda result, waited=waited: _fire(waited, None) or result)
-            waited.addTimeout(CLOSE_STORE_TIMEOUT, _reactor())
-            try:
-                await maybe_deferred_to_future(waited)
-            except Exception:  # the store is down: what it has not confirmed stays ours
-                return
+            if not await _at_most(chain, CLOSE_STORE_TIMEOUT):
+                return  # the store is down: what it has not confirmed stays ours
 
     async def _leave_leftovers(self, leftovers: list[Leftover]) -> list[Leftover]:
         """Fleet, at close: put the leftovers back into the store for the others; those
@@ -682,17 +694,30 @@ class OriginDriver:
                 result = await self._download(origin, trigger)
             finally:
                 self._download_slots.release()
+            self._answering[origin] = Deferred()
             result, rules = await self._read(origin, result, trigger)
+        except BaseException:
+            self._answer_carried_out(origin)
+            raise
         finally:
             self._fetching.discard(origin)
             self._timers.cancel((origin, "lease-renewal"))
-        actions = machine.answered(result, time.time())
-        record = machine.record
-        assert record is not None
-        if rules is not None and result.outcome == AVAILABLE:  # the record holds its body
-            self._parsed.put(origin, (record, rules))
-        self._report(origin, record, result, machine)
-        self._carry_out(origin, machine, actions)
+        try:
+            actions = machine.answered(result, time.time())
+            record = machine.record
+            assert record is not None
+            if rules is not None and result.outcome == AVAILABLE:  # the record holds its body
+                self._parsed.put(origin, (record, rules))
+            self._report(origin, record, result, machine)
+            self._carry_out(origin, machine, actions)
+        finally:
+            self._answer_carried_out(origin)
+
+    def _answer_carried_out(self, origin: Origin) -> None:
+        """``origin``'s answer is carried out (or never will be): ``close`` goes on."""
+        answering = self._answering.pop(origin, None)
+        if answering is not None:
+            _fire(answering, None)
 
     async def _take_download_slot(self, origin: Origin) -> bool:
         """Take one of the REP9309_CONCURRENT_FETCHES download slots, waiting for one if
@@ -1102,6 +1127,19 @@ def _reactor() -> Any:
 def _fire(waiter: Deferred[Any], value: Any) -> None:
     if not waiter.called:
         waiter.callback(value)
+
+
+async def _at_most(deferred: Deferred[Any], seconds: float) -> bool:
+    """Wait for ``deferred`` to fire, ``seconds`` at most (its result stays with its
+    other callbacks); whether it fired in time."""
+    waited: Deferred[None] = Deferred()
+    deferred.addBoth(lambda result: _fire(waited, None) or result)
+    waited.addTimeout(seconds, _reactor())
+    try:
+        await maybe_deferred_to_future(waited)
+    except Exception:
+        return False
+    return True
 
 
 def _engine_closing(crawler: Crawler) -> bool:
