@@ -107,6 +107,49 @@ async def test_a_robots_txt_answering_while_the_spider_closes_still_forbids(
 
 
 @deferred_f_from_coro_f
+async def test_requests_expired_just_before_the_close_reach_their_errback_once(
+    servers: ServerPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Expired requests, too, reach the engine a turn of the event loop later. When the
+    spider closes in between (here the engine is still finishing a slow page when that
+    turn comes), close() hands them to their errback with the expiry reason, once each,
+    counted expired; none is downloaded."""
+    late_flush = 1.0  # the turn of the loop, stretched so that the close falls inside it
+    schedule = Timers.schedule
+
+    def stretched(self: Timers, key: Any, delay: float, *args: Any) -> None:
+        outbox = isinstance(key, tuple) and key[0] == "outbox"
+        schedule(self, key, late_flush if outbox else delay, *args)
+
+    monkeypatch.setattr(Timers, "schedule", stretched)
+    failing = servers.add(Reply(503, "busy"))
+    slow = servers.add(rules("User-agent: *\n"))
+    slow.script("/slow", [Reply(200, "slow", delay=2.0)])  # keeps the engine closing
+    settings = {
+        "CLOSESPIDER_TIMEOUT": 0.6,
+        "REP9309_DEFER_TIMEOUT": 0.3,
+        "REP9309_RETRY_DELAY": 30,
+        "REP9309_RETRY_MAX_DELAY": 30,
+        "DOWNLOAD_TIMEOUT": 10,
+    }
+
+    unheld = Request(slow.url("/slow"), meta={"dont_obey_robotstxt": True})
+
+    result = await run_crawl([unheld, *failing.urls(["/a", "/b"])], settings)
+
+    assert result.close_reason == "closespider_timeout"
+    assert result.urls == {slow.url("/slow")}, "the engine waited for the slow page"
+    reason = f"robots.txt of {failing.base} still unknown after 0.3 s (unreachable: HTTP 503)"
+    for url in failing.urls(["/a", "/b"]):
+        assert result.failure_for(url).message == reason
+    assert failing.page_requests == []
+    assert result.stat("robotstxt/deferred/expired") == 2
+    assert result.stat("robotstxt/deferred") == sum(
+        result.stat(f"robotstxt/deferred/{end}") for end in ("released", "expired", "closed")
+    )
+
+
+@deferred_f_from_coro_f
 async def test_no_timer_outlives_the_crawl(servers: ServerPool) -> None:
     """A retry and an expiry are pending when the spider closes: both are cancelled."""
     failing = servers.add(Reply(503, "busy"))
