@@ -128,3 +128,36 @@ async def test_origins_forbidden_everything_are_still_named_after_their_eviction
     assert warning.startswith("robots.txt forbade every request of 3 origins: "), warning
     for site in closed:
         assert f"{site.base} (2 requests, first by Disallow: / (line 2, User-agent: *))" in warning
+
+
+@deferred_f_from_coro_f
+async def test_released_requests_of_an_evicted_origin_are_decided_by_their_copy(
+    servers: ServerPool,
+) -> None:
+    """An origin evicted (REP9309_CACHE_SIZE) while its released requests wait in the
+    scheduler: the copy they were released with decides them at download time, so its
+    robots.txt is not fetched again and what it forbids stays forbidden."""
+    from scrapy import Request
+
+    evicted = servers.add(rules("User-agent: *\nDisallow: /private\n"))
+    newer = servers.add(rules("User-agent: *\n"))
+    busy = servers.add(rules("User-agent: *\n"))
+    busy.script("/slow", [Reply(200, "slow", delay=1.5)])  # fills the one download slot
+    plan = [
+        Request(busy.url("/slow"), meta={"dont_obey_robotstxt": True}),
+        *evicted.urls(["/private/1", "/page/1"]),
+        Wait(0.5),  # the evicted origin's requests are released and queued by now
+        newer.url("/page/1"),  # its machine takes the one place in the cache
+    ]
+
+    result = await run_crawl(plan, {"CONCURRENT_REQUESTS": 1, "REP9309_CACHE_SIZE": 1})
+
+    assert result.urls == {busy.url("/slow"), evicted.url("/page/1"), newer.url("/page/1")}
+    assert result.forbidden_urls == {evicted.url("/private/1")}
+    assert len(evicted.robots_fetches) == 1
+    assert result.stat("robotstxt/requeued") == 0
+    assert result.stat("robotstxt/evicted") >= 1
+    assert (
+        evicted.page_requests
+        and evicted.page_requests[0].received > newer.robots_fetches[0].received
+    )
