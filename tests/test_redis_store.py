@@ -24,6 +24,7 @@ from scrapy_rep9309.storage.redisstore import (
     ALIVE_TTL,
     CORRUPT_STAT,
     HEADER_LIMIT,
+    UNREADABLE_HELD_STAT,
     RedisOriginStore,
     decode_record,
     encode_record,
@@ -303,6 +304,33 @@ async def test_whoever_releases_takes_every_request_held_for_the_origin(fleet: _
     assert await one.take_held(KEY, [1, 2]) == [], "already released by the other"
     assert [held.request for held in await one.take_held("http://b.com", [3])] == ["one-b"]
     assert not fleet.server.client().keys("rep9309:held:*")
+
+
+@deferred_f_from_coro_f
+async def test_a_held_request_that_cannot_be_read_back_is_dropped_with_a_warning(
+    fleet: _Fleet, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bytes in Redis that are no held request (or a request this spider cannot decode):
+    the others are taken as usual, that one is counted and named in a WARNING, and it
+    leaves Redis with them (no error on every later read)."""
+    one = await fleet.open()
+    await one.hold(KEY, HeldRequest(1, 100.0, "one-1"))
+    await one.hold(KEY, HeldRequest(2, 101.0, "one-2"))
+    client = fleet.server.client()
+    [held_key] = client.keys("rep9309:held:*")
+    entry = next(name for name, value in client.hgetall(held_key).items() if b"one-2" in value)
+    client.hset(held_key, entry, b"7 101.0 \xff\xfe not a request")
+    stats = _Stats()
+    other = await fleet.open(stats=stats)
+
+    with caplog.at_level(logging.WARNING):
+        taken = await other.take_held(KEY)
+
+    assert [held.request for held in taken] == ["one-1"]
+    assert stats.values == {UNREADABLE_HELD_STAT: 1}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and KEY in warnings[0] and "UnicodeDecodeError" in warnings[0]
+    assert not client.keys("rep9309:held:*")
 
 
 @deferred_f_from_coro_f

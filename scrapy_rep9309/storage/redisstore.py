@@ -99,6 +99,8 @@ MAX_CONNECTIONS = 16
 CLOSE_FLUSH_TIMEOUT = 5.0
 #: Stat counting records in Redis that could not be read.
 CORRUPT_STAT = "robotstxt/store/corrupt"
+#: Stat counting held requests in Redis that could not be read back (dropped).
+UNREADABLE_HELD_STAT = "robotstxt/store/held_unreadable"
 _GENERATION_ERROR = "REP9309GENERATION"
 _OUTCOMES = (AVAILABLE, UNAVAILABLE, UNREACHABLE)
 _T = TypeVar("_T")
@@ -930,8 +932,9 @@ class RedisOriginStore:
 
         Our own entries carry the driver's token again, and the request object itself
         when this process still has it (``live``); others' carry their entry id and are
-        decoded. A request that no longer decodes (a spider without that callback) is
-        logged and dropped.
+        decoded. A request that no longer decodes (a spider without that callback, bytes
+        that are no request) is dropped with a WARNING and counted: it was taken out of
+        Redis with the others, so it cannot come back on every read.
         """
         assert self._codec is not None
         live = live or {}
@@ -942,8 +945,17 @@ class RedisOriginStore:
                 request = live[entry] if entry in live else self._codec.decode(data)
                 held = HeldRequest(self._token_of(entry), float(deadline), request)
                 decoded.append((int(seq), held))
-            except Exception:
-                logger.exception("Dropping a held request of %s that cannot be read back", key)
+            except Exception as exc:
+                logger.warning(
+                    "Dropped a request held for %s in Redis (%s) that cannot be read back "
+                    "(%s: %s); it reaches no errback",
+                    key,
+                    redact(self.url),
+                    type(exc).__name__,
+                    exc,
+                )
+                if self._stats is not None:
+                    self._stats.inc_value(UNREADABLE_HELD_STAT)
         decoded.sort(key=lambda item: item[0])
         return [held for _, held in decoded]
 
