@@ -277,6 +277,33 @@ async def test_an_unreadable_state_file_is_ignored_with_a_warning(
 
 
 @deferred_f_from_coro_f
+async def test_saved_records_are_bounded_by_the_cache_size_but_keep_every_backoff(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """The state file keeps REP9309_CACHE_SIZE records, the most recently fetched, plus
+    every record in backoff: dropping one would make the resumed crawl ask a failing
+    server again at once."""
+    from scrapy_rep9309.integration.jobdir import read_state
+
+    jobdir = str(tmp_path / "job")
+    answering = [servers.add(rules(PRIVATE)) for _ in range(2)]
+    failing = servers.add(Reply(503, "busy"))
+    first = {
+        "JOBDIR": jobdir,
+        "REP9309_DEFER_TIMEOUT": 0.5,
+        "REP9309_RETRY_DELAY": 600,
+        "REP9309_RETRY_MAX_DELAY": 600,
+    }
+    await run_crawl([site.url("/a") for site in [*answering, failing]], first)
+    assert set(read_state(jobdir).records) == {*(site.base for site in answering), failing.base}
+    newest = servers.add(rules(PRIVATE))
+
+    await run_crawl([newest.url("/a")], {**first, "REP9309_CACHE_SIZE": 1})
+
+    assert set(read_state(jobdir).records) == {newest.base, failing.base}
+
+
+@deferred_f_from_coro_f
 async def test_saved_requests_that_cannot_be_restored_are_skipped_with_one_warning(
     servers: ServerPool, tmp_path: Path
 ) -> None:
