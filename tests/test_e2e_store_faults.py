@@ -18,6 +18,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
+from scrapy_rep9309.policy.record import AVAILABLE, OriginRecord
 from scrapy_rep9309.storage.base import HeldRequest, StoreUnavailable
 from scrapy_rep9309.storage.memory import MemoryStore
 from tests.crawl import CrawlResult, run_crawl
@@ -203,3 +204,70 @@ async def test_store_calls_waiting_out_an_outage_stop_when_the_spider_closes(
     assert calls_at_close >= 2
     assert AlwaysDown.calls == calls_at_close
     assert adds_up(result), result.robotstxt_stats()
+
+
+class PeerWritesFirst(MemoryStore):
+    """Another process stores its own answer just before ours (a compare-and-set
+    conflict): ``peer_offset`` seconds newer (or older) than ours, forbidding everything."""
+
+    peer_offset = 1.0
+    #: What the store holds at the end, for the test to look at.
+    last: MemoryStore | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        type(self).last = self
+        self._peer_wrote: set[str] = set()
+
+    async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
+        if key not in self._peer_wrote:
+            self._peer_wrote.add(key)
+            peer = OriginRecord(
+                AVAILABLE,
+                200,
+                b"User-agent: *\nDisallow: /\n",
+                fetched_at=record.fetched_at + self.peer_offset,
+                expires_at=record.expires_at + self.peer_offset,
+            )
+            await super().save(key, peer, expected)
+        return await super().save(key, record, expected)
+
+
+class OlderPeerWritesFirst(PeerWritesFirst):
+    peer_offset = -100.0
+
+
+@deferred_f_from_coro_f
+async def test_a_newer_record_stored_first_by_someone_else_decides(servers: ServerPool) -> None:
+    """Our save loses the compare-and-set to a newer record: it is adopted, and decides
+    the requests our own answer had released (the newest copy decides)."""
+    site = servers.add(rules(PRIVATE))
+
+    result = await run_crawl(
+        site.urls(["/page/1", "/private/1"]), {"REP9309_STORE": store(PeerWritesFirst)}
+    )
+
+    assert result.urls == set()
+    assert result.forbidden_urls == set(site.urls(["/page/1", "/private/1"]))
+    assert site.page_requests == []
+    assert len(site.robots_fetches) == 1
+    assert adds_up(result)
+
+
+@deferred_f_from_coro_f
+async def test_an_older_record_stored_first_by_someone_else_is_written_over(
+    servers: ServerPool,
+) -> None:
+    """Our save loses the compare-and-set to an older record: ours is written over it
+    and decides."""
+    site = servers.add(rules(PRIVATE))
+
+    result = await run_crawl(
+        site.urls(["/page/1", "/private/1"]), {"REP9309_STORE": store(OlderPeerWritesFirst)}
+    )
+
+    assert result.urls == {site.url("/page/1")}
+    assert result.forbidden_urls == {site.url("/private/1")}
+    stored = await OlderPeerWritesFirst.last.load(site.base)  # type: ignore[union-attr]
+    assert stored is not None and stored.record.body == PRIVATE.encode()
+    assert adds_up(result)
