@@ -6,6 +6,7 @@ import itertools
 from typing import Any
 
 import pytest
+from scrapy import Request
 from scrapy.settings import default_settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 
@@ -46,3 +47,19 @@ async def test_crawl_delay_spaces_page_downloads(
     times = sorted(entry.received for entry in site.page_requests)
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert all(min_gap <= gap <= max_gap for gap in gaps), gaps
+
+
+@deferred_f_from_coro_f
+async def test_crawl_delay_reaches_a_download_slot_not_made_yet(servers: ServerPool) -> None:
+    """Pages with a ``download_slot`` of their own: no download made that slot before the
+    first page (robots.txt went through the origin's), so the delay is set on the slot
+    as the downloader makes it (on Scrapy 2.13 making it used to fail with a TypeError)."""
+    site = servers.add(rules("User-agent: *\nCrawl-delay: 0.5\n"))
+    plan = [Request(url, meta={"download_slot": "pages"}) for url in site.urls(PAGES)]
+
+    result = await run_crawl(plan, {**NO_RANDOM_DELAY, "REP9309_CRAWL_DELAY": True})
+
+    assert len(result.responses) == len(PAGES), result.failures
+    times = sorted(entry.received for entry in site.page_requests)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert all(0.45 <= gap <= 1.0 for gap in gaps), gaps

@@ -477,7 +477,10 @@ class RobotsTxtMiddleware:
             engine = self.crawler.engine
             if delay and engine is not None:
                 raise_slot_delay(
-                    engine.downloader, request, min(delay, self.settings.crawl_delay_max)
+                    engine.downloader,
+                    request,
+                    min(delay, self.settings.crawl_delay_max),
+                    self.crawler.spider,
                 )
 
     def _refuse(
