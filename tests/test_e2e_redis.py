@@ -269,6 +269,29 @@ async def test_origins_whose_record_is_in_redis_hold_nothing(
 
 
 @deferred_f_from_coro_f
+async def test_crawls_under_different_prefixes_share_nothing(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    """REP9309_REDIS_PREFIX: two crawls on one Redis (say, two user agents) keep their
+    records and keys apart: each fetches robots.txt itself."""
+    site = servers.add(rules(PRIVATE))
+    paths = ["/a", "/private/b"]
+
+    for prefix in ("crawl-a", "crawl:b"):
+        result = await run_crawl(
+            site.urls(paths), _redis(redis_server, REP9309_REDIS_PREFIX=prefix)
+        )
+        assert result.urls == {site.url("/a")}
+        assert result.forbidden_urls == {site.url("/private/b")}
+
+    assert len(site.robots_fetches) == 2
+    client = redis_server.client()
+    assert client.exists(f"crawl-a:record:{site.base}")
+    assert client.exists(f"crawl:b:record:{site.base}")
+    assert not client.keys("rep9309:*")
+
+
+@deferred_f_from_coro_f
 async def test_an_unreadable_record_is_ignored_and_fetched_again(
     servers: ServerPool, redis_server: RedisServer
 ) -> None:
