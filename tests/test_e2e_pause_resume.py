@@ -335,6 +335,63 @@ async def test_saved_requests_that_cannot_be_restored_are_skipped_with_one_warni
     assert [r.getMessage() for r in result.logs if r.levelname == "ERROR"] == []
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("outcome", "maybe"),
+        ("status", "200"),
+        ("body", 5),
+        ("fetched_at", "now"),
+        ("expires_at", "later"),
+        ("expires_at", None),
+        ("failures", -1),
+        ("failures", 1.5),
+        ("retry_at", "soon"),
+        ("last_failure", 5),
+        ("redirected_to", 7),
+        ("unknown_field", 1),
+    ],
+)
+@deferred_f_from_coro_f
+async def test_a_state_record_with_a_field_of_the_wrong_type_is_ignored_with_a_warning(
+    servers: ServerPool, tmp_path: Path, field: str, value: Any
+) -> None:
+    """A state file edited or damaged by hand: a record field of the wrong type makes the
+    whole file ignored with one WARNING (never an error on every request of its origin)."""
+    site = servers.add(rules(PRIVATE))
+    now = time.time()
+    record = {
+        "outcome": "available",
+        "status": 200,
+        "body": "User-agent: *\nDisallow: /\n",
+        "fetched_at": now,
+        "expires_at": now + 3600,
+        "failures": 0,
+        "retry_at": 0.0,
+        "last_failure": None,
+        "redirected_to": None,
+        field: value,
+    }
+    document = {
+        "format": "scrapy-rep9309 JOBDIR state",
+        "version": 1,
+        "saved_at": now,
+        "records": {site.base: record},
+        "held": [],
+    }
+    path = state_path(tmp_path / "job")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(document))
+
+    result = await run_crawl(site.urls(["/a", "/private/b"]), {"JOBDIR": str(tmp_path / "job")})
+
+    assert result.urls == {site.url("/a")}, "its own robots.txt decided, not the record"
+    assert result.forbidden_urls == {site.url("/private/b")}
+    warnings = [r.getMessage() for r in result.logs if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "Ignored the robots.txt state" in warnings[0], warnings
+    assert [r.getMessage() for r in result.logs if r.levelname == "ERROR"] == []
+
+
 @deferred_f_from_coro_f
 async def test_a_request_that_cannot_be_saved_goes_to_its_errback_named_in_a_warning(
     servers: ServerPool, tmp_path: Path

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy_rep9309.policy.fetchresult import FetchResult
 
 AVAILABLE = "available"
@@ -163,7 +165,46 @@ class OriginRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OriginRecord:
-        return cls(**{**data, "body": data["body"].encode("latin-1")})
+        """The record ``to_dict`` made; ValueError for anything else (a state file
+        damaged or edited by hand must not fail every request of its origin later)."""
+        unknown = set(data) - _FIELDS
+        if unknown:
+            raise ValueError(f"unknown record fields {sorted(unknown)}")
+        body = data.get("body")
+        if not isinstance(body, str):
+            raise ValueError("the body is not a string")
+        return cls.from_fields(data, body.encode("latin-1"))
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any], body: bytes) -> OriginRecord:
+        """A record from fields read from outside the process (a JOBDIR state file, a
+        store's record), checked one by one: ValueError names the first that is wrong."""
+        outcome = fields.get("outcome")
+        if outcome not in (AVAILABLE, UNAVAILABLE, UNREACHABLE):
+            raise ValueError(f"outcome {outcome!r} is not one a fetch ends with")
+        times = [fields.get(name) for name in ("fetched_at", "expires_at", "retry_at")]
+        if not all(_is_number(value) and math.isfinite(value) for value in times):
+            raise ValueError("times are not finite numbers")
+        status, failures = fields.get("status"), fields.get("failures")
+        if status is not None and not _is_integer(status):
+            raise ValueError("status is not a number")
+        if not _is_integer(failures) or failures < 0:
+            raise ValueError("failures is not a count")
+        for name in ("last_failure", "redirected_to"):
+            value = fields.get(name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} is not a string")
+        return cls(
+            outcome,
+            status,
+            body,
+            fetched_at=float(times[0]),
+            expires_at=float(times[1]),
+            failures=failures,
+            retry_at=float(times[2]),
+            last_failure=fields.get("last_failure"),
+            redirected_to=fields.get("redirected_to"),
+        )
 
 
 def cache_lifetime(result: FetchResult, settings: RecordTiming) -> float:
@@ -220,3 +261,27 @@ def record_after_fetch(
         retry_at=retry_at,
         last_failure=failure,
     )
+
+
+#: The fields of ``OriginRecord.to_dict``.
+_FIELDS = frozenset(
+    {
+        "outcome",
+        "status",
+        "body",
+        "fetched_at",
+        "expires_at",
+        "failures",
+        "retry_at",
+        "last_failure",
+        "redirected_to",
+    }
+)
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import os
 import time
 import uuid
@@ -56,9 +55,6 @@ from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE
 from scrapy_rep9309.policy.record import (
-    AVAILABLE,
-    UNAVAILABLE,
-    UNREACHABLE,
     OriginRecord,
     RecordTiming,
 )
@@ -102,7 +98,6 @@ CORRUPT_STAT = "robotstxt/store/corrupt"
 #: Stat counting held requests in Redis that could not be read back (dropped).
 UNREADABLE_HELD_STAT = "robotstxt/store/held_unreadable"
 _GENERATION_ERROR = "REP9309GENERATION"
-_OUTCOMES = (AVAILABLE, UNAVAILABLE, UNREACHABLE)
 _T = TypeVar("_T")
 #: A take waiting for its batch: origin key, tokens (None: all), the answer.
 _Take = tuple[str, "Sequence[Hashable] | None", "asyncio.Future[list[HeldRequest]]"]
@@ -984,32 +979,9 @@ def decode_record(data: bytes) -> OriginRecord:
     if not newline or len(line) > HEADER_LIMIT:
         raise ValueError("no header line")
     header = json.loads(line)
-    if not isinstance(header, dict) or header.get("outcome") not in _OUTCOMES:
+    if not isinstance(header, dict):
         raise ValueError("not a robots.txt record")
-    numbers = [header[name] for name in ("fetched_at", "expires_at", "retry_at")]
-    if not all(isinstance(n, (int, float)) and math.isfinite(n) for n in numbers):
-        raise ValueError("times are not finite numbers")
-    status, failures, failure = header["status"], header["failures"], header["last_failure"]
-    if status is not None and not isinstance(status, int):
-        raise ValueError("status is not a number")
-    if not isinstance(failures, int) or failures < 0:
-        raise ValueError("failures is not a count")
-    if failure is not None and not isinstance(failure, str):
-        raise ValueError("last failure is not a string")
-    redirected_to = header.get("redirected_to")
-    if redirected_to is not None and not isinstance(redirected_to, str):
-        raise ValueError("redirect target is not a string")
-    return OriginRecord(
-        outcome=header["outcome"],
-        status=status,
-        body=body,
-        fetched_at=float(numbers[0]),
-        expires_at=float(numbers[1]),
-        failures=failures,
-        retry_at=float(numbers[2]),
-        last_failure=failure,
-        redirected_to=redirected_to,
-    )
+    return OriginRecord.from_fields(header, body)
 
 
 class _GenerationLost(StoreUnavailable):
