@@ -7,6 +7,7 @@ robots.txt is slow or failing at the moment of the pause and recovers afterwards
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import subprocess
@@ -333,6 +334,33 @@ async def test_saved_requests_that_cannot_be_restored_are_skipped_with_one_warni
     assert warnings == ["2 saved held requests could not be restored (the spider changed?)"]
     assert result.stat("robotstxt/deferred/released") == 2
     assert [r.getMessage() for r in result.logs if r.levelname == "ERROR"] == []
+
+
+@pytest.mark.parametrize("remaining", ["NaN", "Infinity", "-1", '"60"', "true"])
+@deferred_f_from_coro_f
+async def test_a_held_request_with_a_time_left_that_is_no_time_is_not_restored(
+    servers: ServerPool, tmp_path: Path, remaining: str
+) -> None:
+    """A saved request whose time left is NaN or infinite would be held, and keep the
+    spider open, forever: the file is ignored with one WARNING."""
+    from scrapy import Request
+
+    from scrapy_rep9309.integration.requestcodec import RequestCodec
+
+    site = servers.add(rules(PRIVATE))
+    data = base64.b64encode(RequestCodec(None).encode(Request(site.url("/saved")))).decode()
+    path = state_path(tmp_path / "job")
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '{"format": "scrapy-rep9309 JOBDIR state", "version": 1, "records": {}, '
+        f'"held": [{{"origin": "{site.base}", "remaining": {remaining}, "request": "{data}"}}]}}'
+    )
+
+    result = await run_crawl([site.url("/a")], {"JOBDIR": str(tmp_path / "job")})
+
+    assert result.urls == {site.url("/a")}
+    warnings = [r.getMessage() for r in result.logs if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "Ignored the robots.txt state" in warnings[0], warnings
 
 
 @pytest.mark.parametrize(

@@ -333,6 +333,28 @@ async def test_a_held_request_that_cannot_be_read_back_is_dropped_with_a_warning
     assert not client.keys("rep9309:held:*")
 
 
+@pytest.mark.parametrize("deadline", [b"nan", b"inf", b"-inf", b"soon"])
+@deferred_f_from_coro_f
+async def test_a_held_request_whose_deadline_is_no_time_is_dropped_with_a_warning(
+    fleet: _Fleet, caplog: pytest.LogCaptureFixture, deadline: bytes
+) -> None:
+    """A deadline of NaN or infinity would hold the request, and keep a process open,
+    forever."""
+    one = await fleet.open()
+    await one.hold(KEY, HeldRequest(1, 100.0, "one-1"))
+    client = fleet.server.client()
+    [held_key] = client.keys("rep9309:held:*")
+    [entry] = client.hgetall(held_key)
+    client.hset(held_key, entry, b"1 " + deadline + b" one-1")
+    other = await fleet.open()
+
+    with caplog.at_level(logging.WARNING):
+        assert await other.take_held(KEY) == []
+
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and KEY in warnings[0]
+
+
 @deferred_f_from_coro_f
 async def test_requests_of_a_process_that_is_gone_are_adopted_once(fleet: _Fleet) -> None:
     gone, one, two = await fleet.open(), await fleet.open(), await fleet.open()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -124,9 +125,19 @@ def _parse(document: Any) -> JobState:
     held = [
         SavedRequest(
             str(entry["origin"]),
-            float(entry["remaining"]),
+            _defer_time_left(entry["remaining"]),
             base64.b64decode(entry["request"], validate=True),
         )
         for entry in list(document["held"])
     ]
     return JobState(records, held)
+
+
+def _defer_time_left(value: Any) -> float:
+    """Seconds a saved request had left: a finite number, at least 0 (NaN or infinity
+    would hold it, and keep the spider open, forever)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"a held request's time left is {value!r}, not a number")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"a held request's time left is {value!r}")
+    return float(value)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
 import time
 import uuid
@@ -936,9 +937,12 @@ class RedisOriginStore:
         decoded = []
         for entry, value in pairs:
             try:
-                seq, deadline, data = value.split(b" ", 2)
+                seq, deadline_text, data = value.split(b" ", 2)
+                deadline = float(deadline_text)
+                if not math.isfinite(deadline):  # NaN or infinity: held forever
+                    raise ValueError(f"deadline {deadline_text!r}")
                 request = live[entry] if entry in live else self._codec.decode(data)
-                held = HeldRequest(self._token_of(entry), float(deadline), request)
+                held = HeldRequest(self._token_of(entry), deadline, request)
                 decoded.append((int(seq), held))
             except Exception as exc:
                 logger.warning(
