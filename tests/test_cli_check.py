@@ -220,6 +220,8 @@ def test_missing_file_is_bad_input(tmp_path: Path) -> None:
         (["ROBOTS", "products/1"], "not an http(s) URL or a path starting with '/'"),
         (["ROBOTS", "ftp://shop.test/a"], "not an http(s) URL or a path starting with '/'"),
         (["ROBOTS", "http://shop.test:99999/a"], "not a valid http(s) URL"),
+        (["ROBOTS", "http://[::1/a"], "not a valid http(s) URL"),
+        (["http://[::1/robots.txt", "/a"], "not a valid robots.txt URL"),
         (["ftp://shop.test/robots.txt", "/a"], "ROBOTS must be a file or an http(s) URL"),
         (["ROBOTS", "/a", "--timeout", "0"], "--timeout must be greater than 0"),
         (["ROBOTS", "/a", "--user-agent", " "], "--user-agent must not be empty"),

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE
 from scrapy_rep9309.policy.origin import Origin
@@ -119,7 +119,7 @@ def run_check(
     extra_user_agents: Sequence[str] = (),
 ) -> int:
     """Print the report for ``urls`` and return the exit status."""
-    remote = urlsplit(robots).scheme in HTTP_SCHEMES
+    remote = _split(robots, "robots.txt URL").scheme in HTTP_SCHEMES
     if remote and Origin.from_url(robots) is None:
         raise BadInput(f"not a valid robots.txt URL: {robots!r}")
     for url in urls:
@@ -152,7 +152,7 @@ def run_check(
 
 def _check_url(url: str, robots_url: str | None) -> None:
     """Reject what is neither an http(s) URL nor a path; warn about another origin's URL."""
-    parts = urlsplit(url)
+    parts = _split(url, "http(s) URL")
     if parts.scheme in HTTP_SCHEMES:
         origin = Origin.from_url(url)
         if origin is None:
@@ -163,6 +163,14 @@ def _check_url(url: str, robots_url: str | None) -> None:
     if not parts.scheme and not parts.netloc and url.startswith("/"):
         return
     raise BadInput(f"not an http(s) URL or a path starting with '/': {url!r}")
+
+
+def _split(value: str, what: str) -> SplitResult:
+    """``urlsplit``, with what it cannot split (``http://[::1``) reported as bad input."""
+    try:
+        return urlsplit(value)
+    except ValueError as exc:
+        raise BadInput(f"not a valid {what}: {value!r} ({exc})") from None
 
 
 def _read_file(path: str) -> bytes:
