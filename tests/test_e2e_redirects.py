@@ -73,3 +73,25 @@ async def test_redirect_loop_means_unavailable(servers: ServerPool) -> None:
     assert result.failures == []
     assert 1 <= len(crawled.robots_fetches) <= 6
     assert result.stat("robotstxt/unavailable") == 1
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["http://[::1/robots.txt", "http://files.test:99999/robots.txt", "ftp://files.test/robots.txt"],
+)
+@deferred_f_from_coro_f
+async def test_a_redirect_that_cannot_be_followed_means_unavailable(
+    servers: ServerPool, location: str
+) -> None:
+    """A Location that is no URL (or no http(s) one) is a redirect that cannot be
+    followed (RFC 9309 2.3.1.2): unavailable, allow all; no error logged, no retry."""
+    crawled = servers.add()
+    crawled.script("/robots.txt", [redirect(location, 301)])
+    pages = crawled.urls(["/public/1", "/private/1"])
+
+    result = await run_crawl(pages)
+
+    assert result.urls == set(pages)
+    assert result.stat("robotstxt/unavailable") == 1
+    assert len(crawled.robots_fetches) == 1
+    assert [r.getMessage() for r in result.logs if r.levelname == "ERROR"] == []

@@ -82,13 +82,23 @@ def redirect_target(url: str, status: int, location: str | bytes | None) -> str 
         return None
     if isinstance(location, bytes):
         location = location.decode("latin-1")
-    return urljoin(url, safe_url_string(location.strip())).split("#", 1)[0]
+    location = location.strip()
+    try:
+        return urljoin(url, safe_url_string(location)).split("#", 1)[0]
+    except ValueError:  # no URL at all (``http://[::1``): ``unfollowable`` says so
+        return location
 
 
 def unfollowable(target: str, visited: set[str], hops: int, max_hops: int) -> str | None:
     """Why a redirect to ``target`` is not followed (RFC 9309 2.3.1.2: then unavailable)."""
-    if urlsplit(target).scheme not in ("http", "https"):
+    try:
+        scheme = urlsplit(target).scheme
+    except ValueError:
+        return f"redirect to an invalid URL: {target}"
+    if scheme not in ("http", "https"):
         return f"redirect to a non-HTTP URL: {target}"
+    if Origin.from_url(target) is None:
+        return f"redirect to an invalid URL: {target}"
     if target in visited:
         return f"redirect loop back to {target}"
     if hops >= max_hops:
