@@ -55,6 +55,11 @@ def _result(outcome: str, status: int | None = 200, **kwargs: object) -> FetchRe
         ("soon", None),
         ("Mon, 99 Foo 2024 99:99:99 GMT", None),
         ("\u0661\u0662", None),
+        # Longer than RETRY_AFTER_LIMIT (30 days) is that limit, even past a float's range.
+        ("2592000", 2592000.0),
+        ("2592001", 2592000.0),
+        ("9" * 400, 2592000.0),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", 2592000.0),
     ],
 )
 def test_retry_after(value: str | bytes | None, expected: float | None) -> None:

@@ -20,6 +20,13 @@ class CacheDirectives:
     no_store: bool = False
 
 
+#: The longest ``Retry-After`` waited for: 30 days, the time after which RFC 9309 2.3.1.4
+#: lets a crawler stop treating an unreachable robots.txt as a complete disallow. A
+#: server asking for longer (or for a date centuries away) gets its robots.txt asked
+#: again then.
+RETRY_AFTER_LIMIT = 30 * 86400.0
+
+
 def _text(value: str | bytes) -> str:
     return value.decode("latin-1") if isinstance(value, bytes) else value
 
@@ -50,24 +57,27 @@ def parse_cache_control(values: list[str | bytes] | str | bytes | None) -> Cache
 
 
 def parse_retry_after(value: str | bytes | None, now: float) -> float | None:
-    """Seconds to wait from ``now`` (a Unix time), or None if absent or malformed."""
+    """Seconds to wait from ``now`` (a Unix time), or None if absent or malformed; at
+    most RETRY_AFTER_LIMIT."""
     if value is None:
         return None
     text = _text(value).strip()
     seconds = _delta_seconds(text)
-    if seconds is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # RFC 9110 dates are always GMT
-        return None
-    return max(0.0, when.timestamp() - now)
+    if seconds is None:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:  # RFC 9110 dates are always GMT
+            return None
+        seconds = max(0.0, when.timestamp() - now)
+    return min(seconds, RETRY_AFTER_LIMIT)
 
 
 def _delta_seconds(text: str) -> float | None:
     text = text.strip().strip('"')
     if not text.isascii() or not text.isdigit():
         return None
+    if len(text) > len(str(int(RETRY_AFTER_LIMIT))):  # past the limit (and past a float)
+        return RETRY_AFTER_LIMIT
     return float(int(text))
