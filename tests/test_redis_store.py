@@ -356,6 +356,18 @@ async def test_a_held_request_whose_deadline_is_no_time_is_dropped_with_a_warnin
 
 
 @deferred_f_from_coro_f
+async def test_a_record_useful_for_centuries_is_stored(fleet: _Fleet) -> None:
+    """Redis refuses an expiry past its range ("invalid expire time"): the store caps it
+    (a huge REP9309_CACHE_TTL must not look like an outage)."""
+    store = await fleet.open()
+    record = _record(expires_at=_NOW + 1e20)
+
+    assert await store.save(KEY, record, None) is not None
+    stored = await store.load(KEY)
+    assert stored is not None and stored.record.expires_at == record.expires_at
+
+
+@deferred_f_from_coro_f
 async def test_requests_of_a_process_that_is_gone_are_adopted_once(fleet: _Fleet) -> None:
     gone, one, two = await fleet.open(), await fleet.open(), await fleet.open()
     await gone.hold(KEY, HeldRequest(1, 100.0, "a-1"))
