@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,16 @@ async def test_usage_signals_licenses_and_the_crawls_extra_user_agents(
         "  usage     search=y (Content-Signal: search=yes, line 3)",
         "  refused   train-ai=n (REP9309_REQUIRE_USAGE)",
     ]
+
+
+def test_help_reads_as_written(outside_project: Path) -> None:
+    """Scrapy's help formatter turns a line ending in a colon into a title-cased,
+    underlined heading: the options' help must not end a line with one."""
+    result = run(robots("--help"), cwd=outside_project)
+
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "--user-agent UA product token or User-Agent to decide for; by default" in text
+    lines = result.stdout.splitlines()
+    headings = [line for line, below in pairwise(lines) if below and set(below) <= {"=", "-"}]
+    assert headings == ["Usage", "Options", "Global Options"], headings

@@ -135,8 +135,10 @@ class Command(ScrapyCommand):
             "--user-agent",
             dest="user_agent",
             metavar="UA",
-            help="product token or User-Agent to decide for (default: ROBOTSTXT_USER_AGENT, "
-            "else the User-Agent of DEFAULT_REQUEST_HEADERS, else USER_AGENT)",
+            # No colon in it: Scrapy's help formatter turns a line ending in one into a
+            # title-cased, underlined heading.
+            help="product token or User-Agent to decide for; by default ROBOTSTXT_USER_AGENT, "
+            "else the User-Agent of DEFAULT_REQUEST_HEADERS, else USER_AGENT",
         )
 
     def run(self, args: list[str], opts: Namespace) -> None:
