@@ -467,3 +467,17 @@ def test_expiring_a_large_backlog_takes_linear_time() -> None:
     assert not machine.held
     # Linear: about a second; a scan per request or per expiry: minutes.
     assert time.perf_counter() - started < 20, "holding and expiring must not rescan"
+
+
+@pytest.mark.parametrize("state", [State.FRESH, State.STALE])
+def test_a_request_for_an_origin_with_a_usable_copy_is_released_at_once(state: State) -> None:
+    """The driver holds only requests that found no usable copy, but one may appear
+    between its look and the hold (a resumed or adopted request): released at once with
+    that copy, never held, no timer armed."""
+    machine = machine_in(state)
+
+    actions = machine.request("late", NOW, DEFER)
+
+    assert effects(actions) == [Effect.RELEASE]
+    assert actions[0].tokens == ("late",) and actions[0].record is machine.record
+    assert machine.state is state and not machine.held
