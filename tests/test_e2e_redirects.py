@@ -95,3 +95,22 @@ async def test_a_redirect_that_cannot_be_followed_means_unavailable(
     assert result.stat("robotstxt/unavailable") == 1
     assert len(crawled.robots_fetches) == 1
     assert [r.getMessage() for r in result.logs if r.levelname == "ERROR"] == []
+
+
+@deferred_f_from_coro_f
+async def test_a_page_redirected_to_a_disallowed_url_is_not_downloaded(
+    servers: ServerPool,
+) -> None:
+    """Scrapy's RedirectMiddleware schedules the target as a new request: it is decided
+    like any other, by its own origin's robots.txt, here one fetched for the redirect."""
+    home = servers.add(rules("User-agent: *\nDisallow: /private\n"))
+    other = servers.add(rules("User-agent: *\nDisallow: /secret\n"))
+    home.script("/moved", [redirect(home.url("/private/1"))])
+    home.script("/away", [redirect(other.url("/secret/1"))])
+
+    result = await run_crawl(home.urls(["/moved", "/away"]))
+
+    assert result.urls == set()
+    assert result.forbidden_urls == {home.url("/private/1"), other.url("/secret/1")}
+    assert home.requests_for("/private/1") == [] and other.page_requests == []
+    assert len(other.robots_fetches) == 1
