@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import logging
 
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
 from tests.crawl import run_crawl
-from tests.servers import ServerPool, rules
+from tests.servers import Reply, ServerPool, rules
 
 FILLER_LINE = b"# " + b"x" * 97 + b"\n"  # 100 bytes
 BIG_SIZE = 1_200_000
@@ -57,3 +58,39 @@ async def test_bom_and_cr_line_ends(servers: ServerPool) -> None:
     assert any(
         "(Disallow: /private, line 2 of" in message for message in result.messages(logging.DEBUG)
     )
+
+
+@deferred_f_from_coro_f
+async def test_robots_txt_is_asked_for_uncompressed_and_read_if_compressed_anyway(
+    servers: ServerPool,
+) -> None:
+    """Asked for with ``Accept-Encoding: identity`` (so that the parse limit limits what is
+    parsed); a server that compresses it all the same is read as usual."""
+    body = gzip.compress(b"User-agent: *\nDisallow: /private\n")
+    site = servers.add(Reply(200, body, {"Content-Type": "text/plain", "Content-Encoding": "gzip"}))
+
+    result = await run_crawl(site.urls(["/a", "/private/b"]))
+
+    assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/private/b")}
+    (fetch,) = site.robots_fetches
+    assert fetch.headers.get("Accept-Encoding") == "identity"
+
+
+@deferred_f_from_coro_f
+async def test_a_compressed_robots_txt_that_decompresses_to_gigabytes_is_unreachable(
+    servers: ServerPool,
+) -> None:
+    """A few KiB that decompress past 8 times the parse limit (a "zip bomb", here 64 MB)
+    are not decompressed further: the robots.txt is unreachable (complete disallow, asked
+    again later), never decompressed whole, never read as "allow all"."""
+    bomb = gzip.compress(b"User-agent: *\nAllow: /\n" + b"\0" * 64_000_000, 9)
+    site = servers.add(Reply(200, bomb, {"Content-Type": "text/plain", "Content-Encoding": "gzip"}))
+
+    result = await run_crawl([site.url("/a")], {"REP9309_DEFER_TIMEOUT": 1})
+
+    assert result.urls == set()
+    failure = result.failure_for(site.url("/a"))
+    assert "decompressed" in failure.message, failure.message
+    assert result.stat("robotstxt/unreachable") >= 1
+    assert site.page_requests == []

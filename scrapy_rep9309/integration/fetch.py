@@ -42,6 +42,11 @@ logger = logging.getLogger(__name__)
 __all__ = ["FetchResult", "fetch_robots_txt"]
 
 SIZE_BUDGET_META = "_rep9309_size_budget"
+#: How many times REP9309_MAX_SIZE a robots.txt sent compressed may decompress to. It is
+#: asked for uncompressed (``Accept-Encoding: identity``), but a server may compress it
+#: anyway, and a few hundred KiB can decompress to gigabytes; past this,
+#: HttpCompressionMiddleware gives up and the fetch counts as unreachable.
+DECOMPRESSED_FACTOR = 8
 #: The stat counting fetches that ended without rules, by outcome.
 OUTCOME_STATS = {UNAVAILABLE: "robotstxt/unavailable", UNREACHABLE: "robotstxt/unreachable"}
 # Meta of every robots.txt request: other middlewares must neither follow,
@@ -63,6 +68,13 @@ class _SizeBudget:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.received = 0
+        #: Whether the response came compressed: an IgnoreRequest after it is then
+        #: HttpCompressionMiddleware stopping at the decompression limit.
+        self.compressed = False
+
+    @property
+    def decompressed_limit(self) -> int:
+        return self.limit * DECOMPRESSED_FACTOR
 
 
 class _SizeLimiter:
@@ -78,12 +90,14 @@ class _SizeLimiter:
         if self._downloads == 0:
             # A bound method: Scrapy logs the receiver's __qualname__ when it stops a download.
             self._signals.connect(self.bytes_received, signal=signals.bytes_received)
+            self._signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         self._downloads += 1
 
     def end(self) -> None:
         self._downloads -= 1
         if self._downloads == 0:
             self._signals.disconnect(self.bytes_received, signal=signals.bytes_received)
+            self._signals.disconnect(self.response_downloaded, signal=signals.response_downloaded)
 
     def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
         budget = request.meta.get(SIZE_BUDGET_META)
@@ -92,6 +106,17 @@ class _SizeLimiter:
         budget.received += len(data)
         if budget.received > budget.limit:
             raise StopDownload(fail=False)
+
+    def response_downloaded(self, response: Response, request: Request, **kwargs: Any) -> None:
+        """Bound the decompression that follows (HttpCompressionMiddleware reads
+        ``download_maxsize`` then). The download itself is bounded by the budget with
+        ``download_maxsize`` 0, so that a Content-Length past it is read in part (RFC 9309
+        2.5), not refused."""
+        budget = request.meta.get(SIZE_BUDGET_META)
+        if budget is None or not response.headers.get(b"Content-Encoding"):
+            return
+        budget.compressed = True
+        request.meta["download_maxsize"] = budget.decompressed_limit
 
 
 _limiters: weakref.WeakKeyDictionary[Crawler, _SizeLimiter] = weakref.WeakKeyDictionary()
@@ -128,7 +153,11 @@ def robots_request(
     if timeout is not None:
         meta["download_timeout"] = timeout
     meta[SIZE_BUDGET_META] = _SizeBudget(max_size)
-    headers = {"User-Agent": user_agent} if user_agent else None
+    # Uncompressed, so that the size limit is a limit on what is parsed (see
+    # DECOMPRESSED_FACTOR for servers that compress all the same).
+    headers: dict[str, str | bytes] = {"Accept-Encoding": "identity"}
+    if user_agent:
+        headers["User-Agent"] = user_agent
     return Request(url, meta=meta, headers=headers, callback=NO_CALLBACK, dont_filter=True)
 
 
@@ -175,6 +204,11 @@ async def fetch_robots_txt(
         try:
             response = await download(crawler, request)
         except IgnoreRequest as exc:
+            budget = request.meta[SIZE_BUDGET_META]
+            if budget.compressed:  # HttpCompressionMiddleware gave up: no body to parse
+                error = f"compressed body past {budget.decompressed_limit} bytes decompressed"
+                logger.debug("robots.txt %s unreadable: %s", url, error)
+                return _count(crawler, failed(origin, url, tuple(redirects), error))
             reason = f"{global_object_name(type(exc))}: {exc}"
             logger.debug("robots.txt %s refused by the crawl: %s", url, reason)
             return _count(crawler, refused_locally(origin, url, tuple(redirects), reason))
