@@ -136,9 +136,11 @@ class OriginDriver:
         #: The request that lends each origin's next fetch its proxy and User-Agent.
         self._triggers: dict[Origin, Request] = {}
         self._fetching: set[Origin] = set()
-        #: Fetches whose answer is downloaded but not carried out yet (their
-        #: ``robots_parsed`` receivers run): ``close`` waits for them, so that an answer
-        #: that came in as the spider closed decides the requests held for it.
+        #: Fetches downloading or whose answer is not carried out yet: ``close`` waits for
+        #: them, so that an answer that came in as the spider closed decides the requests
+        #: held for it. The engine waits for the download before it closes the spider, not
+        #: for what follows: the rest of the fetch (or, on Scrapy 2.13, even its return
+        #: from the download) may come a turn of the event loop after the close began.
         self._answering: dict[Origin, Deferred[None]] = {}
         #: At most REP9309_CONCURRENT_FETCHES robots.txt downloads at once. Held requests
         #: wait outside the downloader, so nothing else bounds how many new origins start
@@ -475,10 +477,9 @@ class OriginDriver:
         return leftovers
 
     async def _let_answers_finish(self) -> None:
-        """At close: carry out the answers already downloaded (a few seconds at most).
-        The engine waits for the robots.txt downloads before it closes, but not for what
-        follows them; an answer still being read then decides its requests (forbidden,
-        or left to save or close with their copy) instead of their ending unknown."""
+        """At close: carry out the answers already downloaded (a few seconds at most), so
+        that they decide their requests (forbidden, or left to save or close with their
+        copy) instead of those ending unknown. See ``_answering``."""
         for answering in list(self._answering.values()):
             await _at_most(answering, CLOSE_ANSWER_TIMEOUT)
 
@@ -690,11 +691,11 @@ class OriginDriver:
         try:
             if not await self._take_download_slot(origin):
                 return  # the spider is closing: as if the fetch had never started
+            self._answering[origin] = Deferred()
             try:
                 result = await self._download(origin, trigger)
             finally:
                 self._download_slots.release()
-            self._answering[origin] = Deferred()
             result, rules = await self._read(origin, result, trigger)
         except BaseException:
             self._answer_carried_out(origin)
