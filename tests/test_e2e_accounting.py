@@ -84,9 +84,10 @@ async def test_a_robots_txt_answering_while_the_spider_closes_still_forbids(
 ) -> None:
     """The answer arrives after closing began, and its download is the last thing the
     engine waits for: the request it forbids still ends forbidden (counted released and
-    forbidden), the one it allows ends "closed", never downloaded. With a ``robots_parsed``
-    receiver (this harness connects one on Scrapy >= 2.18), reading the answer takes a turn
-    of the event loop, and the spider used to close before it was carried out."""
+    forbidden), the one it allows ends "closed", never downloaded. The spider used to close
+    before the answer was carried out: the fetch resumes a turn of the event loop after the
+    download ends on Scrapy 2.13, and reading the answer takes one with a ``robots_parsed``
+    receiver (this harness connects one on Scrapy >= 2.18)."""
     late = servers.add(rules("User-agent: *\nDisallow: /private\n", delay=1.3))
 
     result = await run_crawl(
