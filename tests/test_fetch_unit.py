@@ -57,6 +57,7 @@ def _result(outcome: str, status: int | None = 200, **kwargs: object) -> FetchRe
         ("\u0661\u0662", None),
         # Longer than RETRY_AFTER_LIMIT (30 days) is that limit, even past a float's range.
         ("2592000", 2592000.0),
+        ("0000000000120", 120.0),
         ("2592001", 2592000.0),
         ("9" * 400, 2592000.0),
         ("Fri, 31 Dec 9999 23:59:59 GMT", 2592000.0),

@@ -72,9 +72,9 @@ ORPHAN_SWEEP_INTERVAL = 2.0
 UNWRITTEN_COPY_LIMIT = 0.5
 #: Seconds a fleet process waits at close for the store to take back its leftovers.
 CLOSE_STORE_TIMEOUT = 5.0
-#: Seconds ``close`` waits for robots.txt answers already downloaded to be carried out
-#: (``robots_parsed`` receivers may still run): a receiver that never returns does not
-#: keep the spider from closing.
+#: Seconds ``close`` waits for the robots.txt fetches under way to be carried out (their
+#: download ended before the close; ``robots_parsed`` receivers may still run): a
+#: receiver that never returns does not keep the spider from closing.
 CLOSE_ANSWER_TIMEOUT = 5.0
 #: Fleet stats: requests held by other processes that this one released, requests of
 #: processes that are gone that this one took over, requests left to the others at close.

@@ -78,6 +78,7 @@ def _delta_seconds(text: str) -> float | None:
     text = text.strip().strip('"')
     if not text.isascii() or not text.isdigit():
         return None
-    if len(text) > len(str(int(RETRY_AFTER_LIMIT))):  # past the limit (and past a float)
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(int(RETRY_AFTER_LIMIT))):  # past the limit (and past a float)
         return RETRY_AFTER_LIMIT
-    return float(int(text))
+    return float(int(digits))
