@@ -115,14 +115,7 @@ async def test_requests_expired_just_before_the_close_reach_their_errback_once(
     spider closes in between (here the engine is still finishing a slow page when that
     turn comes), close() hands them to their errback with the expiry reason, once each,
     counted expired; none is downloaded."""
-    late_flush = 1.0  # the turn of the loop, stretched so that the close falls inside it
-    schedule = Timers.schedule
-
-    def stretched(self: Timers, key: Any, delay: float, *args: Any) -> None:
-        outbox = isinstance(key, tuple) and key[0] == "outbox"
-        schedule(self, key, late_flush if outbox else delay, *args)
-
-    monkeypatch.setattr(Timers, "schedule", stretched)
+    _stretch_the_turn_before_the_engine(monkeypatch)  # the close falls inside it
     failing = servers.add(Reply(503, "busy"))
     slow = servers.add(rules("User-agent: *\n"))
     slow.script("/slow", [Reply(200, "slow", delay=2.0)])  # keeps the engine closing
@@ -206,14 +199,7 @@ async def test_requests_released_just_before_a_jobdir_pause_keep_their_defer_tim
     close (here: pause under JOBDIR) in between. They are saved with the defer time they
     had left, not none: on the resume they wait for their robots.txt like any other
     (they were saved with 0 s and expired at once if it had to be fetched again)."""
-    late_flush = 1.0  # the turn of the loop, stretched so that the pause falls inside it
-    schedule = Timers.schedule
-
-    def stretched(self: Timers, key: Any, delay: float, *args: Any) -> None:
-        outbox = isinstance(key, tuple) and key[0] == "outbox"
-        schedule(self, key, late_flush if outbox else delay, *args)
-
-    monkeypatch.setattr(Timers, "schedule", stretched)
+    _stretch_the_turn_before_the_engine(monkeypatch)  # the pause falls inside it
     site = servers.add(rules("User-agent: *\n"))
     jobdir = tmp_path / "job"
     settings = {"JOBDIR": str(jobdir), "CLOSESPIDER_TIMEOUT": 0.5, "REP9309_DEFER_TIMEOUT": 30}
@@ -227,3 +213,17 @@ async def test_requests_released_just_before_a_jobdir_pause_keep_their_defer_tim
     assert sorted(saved.origin for saved in state.held) == [site.base, site.base]
     assert all(25 < saved.remaining <= 30 for saved in state.held), state.held
     assert result.stat("robotstxt/deferred") == result.stat("robotstxt/deferred/saved") == 2
+
+
+def _stretch_the_turn_before_the_engine(
+    monkeypatch: pytest.MonkeyPatch, seconds: float = 1.0
+) -> None:
+    """Released requests and expired copies reach the engine a turn of the event loop
+    after they leave the driver (its outbox); stretch that turn to ``seconds``."""
+    schedule = Timers.schedule
+
+    def stretched(self: Timers, key: Any, delay: float, *args: Any) -> None:
+        outbox = isinstance(key, tuple) and key[0] == "outbox"
+        schedule(self, key, seconds if outbox else delay, *args)
+
+    monkeypatch.setattr(Timers, "schedule", stretched)
