@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._commands import check, error_lines, run, run_async
-from tests.servers import ServerPool, closed_port, redirect, rules
+from tests.servers import Reply, ServerPool, closed_port, redirect, rules
 
 ROBOTS = """\
 # shop
@@ -263,6 +264,29 @@ async def test_unreachable_robots_txt_disallows_everything(servers: ServerPool) 
         "rule      none: robots.txt unreachable, everything disallowed",
     ]
     assert len(site.robots_fetches) == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_robots_txt_compressed_anyway_is_read_as_the_middleware_reads_it(
+    servers: ServerPool,
+) -> None:
+    """Asked for uncompressed, as by the middleware; one compressed all the same is
+    decoded (gzip here), and one decompressing past 8 times the size limit is unreachable,
+    as in a crawl (tests/test_e2e_content.py)."""
+    headers = {"Content-Type": "text/plain", "Content-Encoding": "gzip"}
+    site = servers.add(Reply(200, gzip.compress(ROBOTS.encode()), headers))
+    bomb = servers.add(Reply(200, gzip.compress(b"User-agent: *\n" + b"\0" * 8_000_000), headers))
+
+    result = await run_async(check(site.url("/robots.txt"), "/private/1", "/a"))
+    bombed = await run_async(check(bomb.url("/robots.txt"), "/a"))
+
+    assert result.returncode == 1, result.stderr
+    assert verdict(result.stdout, "/private/1")[0] == "disallowed  /private/1"
+    assert verdict(result.stdout, "/a")[0] == "allowed     /a"
+    assert site.robots_fetches[0].headers.get("Accept-Encoding") == "identity"
+    assert bombed.returncode == 1, bombed.stderr
+    assert "compressed body past 4096000 bytes decompressed" in bombed.stdout
+    assert verdict(bombed.stdout, "/a")[0] == "disallowed  /a"
 
 
 @deferred_f_from_coro_f

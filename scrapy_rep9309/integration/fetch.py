@@ -20,6 +20,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
 
 from scrapy_rep9309.policy.fetchresult import (
+    DECOMPRESSED_FACTOR,
     FetchResult,
     answered,
     failed,
@@ -42,11 +43,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["FetchResult", "fetch_robots_txt"]
 
 SIZE_BUDGET_META = "_rep9309_size_budget"
-#: How many times REP9309_MAX_SIZE a robots.txt sent compressed may decompress to. It is
-#: asked for uncompressed (``Accept-Encoding: identity``), but a server may compress it
-#: anyway, and a few hundred KiB can decompress to gigabytes; past this,
-#: HttpCompressionMiddleware gives up and the fetch counts as unreachable.
-DECOMPRESSED_FACTOR = 8
 #: The stat counting fetches that ended without rules, by outcome.
 OUTCOME_STATS = {UNAVAILABLE: "robotstxt/unavailable", UNREACHABLE: "robotstxt/unreachable"}
 # Meta of every robots.txt request: other middlewares must neither follow,

@@ -22,6 +22,11 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 DEFAULT_MAX_REDIRECTS = 5
 #: RFC 9309 section 2.5: parse at least 500 KiB; also the smallest limit accepted.
 DEFAULT_MAX_SIZE = 512000
+#: How many times the size limit a robots.txt sent compressed may decompress to. It is
+#: asked for uncompressed (``Accept-Encoding: identity``), but a server may compress it
+#: anyway, and a few hundred KiB can decompress to gigabytes: past this, the fetch is
+#: unreachable (the middleware's and ``check``'s alike).
+DECOMPRESSED_FACTOR = 8
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,14 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from email.message import Message
 from typing import IO
 
 from scrapy_rep9309.policy.fetchresult import (
+    DECOMPRESSED_FACTOR,
     DEFAULT_MAX_REDIRECTS,
     DEFAULT_MAX_SIZE,
     FetchResult,
@@ -32,6 +34,18 @@ from scrapy_rep9309.policy.origin import Origin
 
 PROGRESS_INTERVAL = 5.0
 _CHUNK = 65536
+#: zlib's window bits for the content codings decoded here, as Scrapy's
+#: HttpCompressionMiddleware decodes them for the middleware (a server may compress
+#: robots.txt though asked not to); deflate is tried zlib-wrapped, then raw.
+_WINDOW_BITS = {
+    "gzip": (16 + zlib.MAX_WBITS,),
+    "x-gzip": (16 + zlib.MAX_WBITS,),
+    "deflate": (zlib.MAX_WBITS, -zlib.MAX_WBITS),
+}
+
+
+class _Undecodable(ValueError):
+    """A compressed body that does not decode, or decodes past the limit."""
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -67,6 +81,8 @@ def fetch_robots(
             status, headers, body, truncated = _get(
                 opener, current, user_agent, timeout, max_size, progress
             )
+        except _Undecodable as exc:
+            return failed(origin, current, tuple(redirects), str(exc))
         except (OSError, ValueError) as exc:
             return failed(origin, current, tuple(redirects), _describe_error(exc))
         target = redirect_target(current, status, headers.get("Location"))
@@ -107,8 +123,10 @@ def _get(
     max_size: int,
     progress: Callable[[str], None],
 ) -> tuple[int, Message, bytes, bool]:
-    """One GET: status, headers, body up to ``max_size``, whether it was cut."""
-    request = urllib.request.Request(url, headers={"User-Agent": user_agent})
+    """One GET: status, headers, body up to ``max_size`` (decoded if the server compressed
+    it), whether it was cut."""
+    headers = {"User-Agent": user_agent, "Accept-Encoding": "identity"}  # as the middleware
+    request = urllib.request.Request(url, headers=headers)
     with _still_waiting(url, progress):
         try:
             response = opener.open(request, timeout=timeout)
@@ -116,7 +134,36 @@ def _get(
             response = error
         with response:
             body, truncated = _read_limited(response, max_size)
+            codings = response.headers.get("Content-Encoding")
+            if codings:
+                body = _decoded(body, codings, max_size * DECOMPRESSED_FACTOR)
+                truncated = truncated or len(body) > max_size
+                body = body[:max_size]
             return response.status, response.headers, body, truncated
+
+
+def _decoded(body: bytes, codings: str, limit: int) -> bytes:
+    """``body`` with its gzip and deflate codings undone, last applied first, as
+    HttpCompressionMiddleware undoes them for the middleware (other codings are left as
+    they are, as it leaves those it does not know); _Undecodable past ``limit`` bytes or
+    for data that does not decode. A body cut by the size limit decodes as far as it goes."""
+    for coding in reversed([part.strip().lower() for part in codings.split(",")]):
+        window_bits = _WINDOW_BITS.get(coding)
+        if window_bits is None:
+            continue
+        for bits in window_bits:
+            decompressor = zlib.decompressobj(bits)
+            try:
+                decoded = decompressor.decompress(body, limit + 1)
+            except zlib.error:
+                continue
+            break
+        else:
+            raise _Undecodable(f"body not decodable as {coding}")
+        if len(decoded) > limit or decompressor.unconsumed_tail:
+            raise _Undecodable(f"compressed body past {limit} bytes decompressed")
+        body = decoded
+    return body
 
 
 def _read_limited(response: IO[bytes], max_size: int) -> tuple[bytes, bool]:
