@@ -689,21 +689,18 @@ class OriginDriver:
     async def _fetch(self, origin: Origin, machine: OriginMachine) -> None:
         trigger = self._triggers.get(origin)  # kept for retries; dropped on release
         try:
-            if not await self._take_download_slot(origin):
-                return  # the spider is closing: as if the fetch had never started
-            self._answering[origin] = Deferred()
             try:
-                result = await self._download(origin, trigger)
+                if not await self._take_download_slot(origin):
+                    return  # the spider is closing: as if the fetch had never started
+                self._answering[origin] = Deferred()
+                try:
+                    result = await self._download(origin, trigger)
+                finally:
+                    self._download_slots.release()
+                result, rules = await self._read(origin, result, trigger)
             finally:
-                self._download_slots.release()
-            result, rules = await self._read(origin, result, trigger)
-        except BaseException:
-            self._answer_carried_out(origin)
-            raise
-        finally:
-            self._fetching.discard(origin)
-            self._timers.cancel((origin, "lease-renewal"))
-        try:
+                self._fetching.discard(origin)
+                self._timers.cancel((origin, "lease-renewal"))
             actions = machine.answered(result, time.time())
             record = machine.record
             assert record is not None
@@ -712,7 +709,7 @@ class OriginDriver:
             self._report(origin, record, result, machine)
             self._carry_out(origin, machine, actions)
         finally:
-            self._answer_carried_out(origin)
+            self._answer_carried_out(origin)  # or never will be: close() goes on
 
     def _answer_carried_out(self, origin: Origin) -> None:
         """``origin``'s answer is carried out (or never will be): ``close`` goes on."""

@@ -13,14 +13,13 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import math
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scrapy_rep9309.policy.record import OriginRecord
+from scrapy_rep9309.policy.record import OriginRecord, is_finite_number
 
 logger = logging.getLogger(__name__)
 
@@ -136,8 +135,6 @@ def _parse(document: Any) -> JobState:
 def _defer_time_left(value: Any) -> float:
     """Seconds a saved request had left: a finite number, at least 0 (NaN or infinity
     would hold it, and keep the spider open, forever)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"a held request's time left is {value!r}, not a number")
-    if not math.isfinite(value) or value < 0:
+    if not is_finite_number(value) or value < 0:
         raise ValueError(f"a held request's time left is {value!r}")
     return float(value)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -176,22 +176,22 @@ class OriginRecord:
         return cls.from_fields(data, body.encode("latin-1"))
 
     @classmethod
-    def from_fields(cls, fields: Mapping[str, Any], body: bytes) -> OriginRecord:
+    def from_fields(cls, data: Mapping[str, Any], body: bytes) -> OriginRecord:
         """A record from fields read from outside the process (a JOBDIR state file, a
         store's record), checked one by one: ValueError names the first that is wrong."""
-        outcome = fields.get("outcome")
+        outcome = data.get("outcome")
         if outcome not in (AVAILABLE, UNAVAILABLE, UNREACHABLE):
             raise ValueError(f"outcome {outcome!r} is not one a fetch ends with")
-        times = [fields.get(name) for name in ("fetched_at", "expires_at", "retry_at")]
-        if not all(_is_number(value) and math.isfinite(value) for value in times):
+        times = [data.get(name) for name in ("fetched_at", "expires_at", "retry_at")]
+        if not all(is_finite_number(value) for value in times):
             raise ValueError("times are not finite numbers")
-        status, failures = fields.get("status"), fields.get("failures")
+        status, failures = data.get("status"), data.get("failures")
         if status is not None and not _is_integer(status):
             raise ValueError("status is not a number")
         if not _is_integer(failures) or failures < 0:
             raise ValueError("failures is not a count")
         for name in ("last_failure", "redirected_to"):
-            value = fields.get(name)
+            value = data.get(name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name} is not a string")
         return cls(
@@ -202,8 +202,8 @@ class OriginRecord:
             expires_at=float(times[1]),
             failures=failures,
             retry_at=float(times[2]),
-            last_failure=fields.get("last_failure"),
-            redirected_to=fields.get("redirected_to"),
+            last_failure=data.get("last_failure"),
+            redirected_to=data.get("redirected_to"),
         )
 
 
@@ -263,25 +263,15 @@ def record_after_fetch(
     )
 
 
-#: The fields of ``OriginRecord.to_dict``.
-_FIELDS = frozenset(
-    {
-        "outcome",
-        "status",
-        "body",
-        "fetched_at",
-        "expires_at",
-        "failures",
-        "retry_at",
-        "last_failure",
-        "redirected_to",
-    }
-)
+#: The fields of ``OriginRecord.to_dict``: the body unpacked.
+_FIELDS = frozenset({field.name for field in fields(OriginRecord)} - {"packed_body"} | {"body"})
 
 
 def _is_integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def is_finite_number(value: Any) -> bool:
+    """Whether ``value`` read from outside (JSON) is a number of seconds or a time: an
+    int or float, not a bool, not NaN or infinite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1012,13 +1012,13 @@ def _order(entry: str) -> int:
 _LOCAL_ORDER = 2**53
 
 
-#: The longest expiry given to Redis (100 years, in ms): a longer one (a REP9309_CACHE_TTL
-#: of 1e20) is refused by Redis as an invalid expire time.
-_MAX_MS = 100 * 365 * 86400 * 1000
+#: The longest expiry given to Redis (100 years, in seconds): a longer one (a
+#: REP9309_CACHE_TTL of 1e20) is refused by Redis as an invalid expire time.
+_MAX_EXPIRY = 100 * 365 * 86400.0
 
 
 def _ms(seconds: float) -> int:
-    return max(1, min(_MAX_MS, int(min(seconds, _MAX_MS / 1000) * 1000)))
+    return max(1, int(min(seconds, _MAX_EXPIRY) * 1000))
 
 
 def _ignore(key: str) -> None:
