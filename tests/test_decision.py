@@ -110,3 +110,16 @@ def test_required_labels_refused(rules: RobotsTxt) -> None:
     assert verdict.allowed and not verdict.fetched
     assert verdict.refused == (Preference("search", "n", "Content-Usage: search=n", 8),)
     assert explain(AVAILABLE, rules, "/page", BOT, (), ("search",)).fetched
+
+
+def test_an_available_robots_txt_cannot_be_decided_without_its_rules() -> None:
+    """Unparsed is not "no rules": the decision refuses to guess (an empty file parses
+    to rules that allow everything)."""
+    url = "http://a.example/x"
+    with pytest.raises(ValueError, match="parsed rules"):
+        is_allowed(AVAILABLE, None, url, "bot")
+    with pytest.raises(ValueError, match="parsed rules"):
+        usage_preferences(AVAILABLE, None, url, "bot")
+    with pytest.raises(ValueError, match="parsed rules"):
+        explain(AVAILABLE, None, url, "bot")
+    assert is_allowed(AVAILABLE, RobotsTxt.parse(b""), url, "bot")

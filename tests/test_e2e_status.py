@@ -43,6 +43,23 @@ async def test_200_rules_drop_disallowed_requests(servers: ServerPool) -> None:
     assert site.crawled_paths() == {"/public/1"}
 
 
+@pytest.mark.parametrize("status", [200, 204])
+@deferred_f_from_coro_f
+async def test_an_empty_robots_txt_allows_everything(servers: ServerPool, status: int) -> None:
+    """An empty 2xx body is a robots.txt without rules (RFC 9309 2.2.2: no rule, allowed)."""
+    site = servers.add(rules("", status=status))
+    pages = site.urls(["/", "/private/1", "/page/2"])
+
+    result = await run_crawl(pages)
+
+    assert result.urls == set(pages)
+    assert result.failures == []
+    assert result.stat("robotstxt/forbidden") == 0
+    assert result.stat("robotstxt/unavailable") == 0
+    assert result.stat(f"robotstxt/response_status_count/{status}") == 1
+    assert site.crawled_paths() == {"/", "/private/1", "/page/2"}
+
+
 @pytest.mark.parametrize("status", [404, 403, 410])
 @deferred_f_from_coro_f
 async def test_client_error_allows_everything(servers: ServerPool, status: int) -> None:

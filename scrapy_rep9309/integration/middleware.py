@@ -48,6 +48,7 @@ from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_d
 from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
+from scrapy_rep9309.policy.record import AVAILABLE
 from scrapy_rep9309.rules.matcher import is_robots_txt
 from scrapy_rep9309.rules.usage import combine_statements, header_preferences
 from scrapy_rep9309.rules.useragent import token_problem
@@ -437,7 +438,9 @@ class RobotsTxtMiddleware:
 
         Not ``downloading`` (the spider closed before it could be): only the refusal is
         decided; an allowed request is neither counted allowed nor given its meta."""
-        rules = self.driver.rules(origin, record) if record.has_body else None
+        # An available robots.txt decides by its rules, an empty one too (it allows all);
+        # the other outcomes decide by themselves, whatever body came with them.
+        rules = self.driver.rules(origin, record) if record.outcome == AVAILABLE else None
         user_agent = self._user_agent(request)
         extra = self.settings.extra_user_agents
         if not is_allowed(record.outcome, rules, request.url, user_agent, extra):

@@ -23,6 +23,10 @@ from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, OriginRecord
 from scrapy_rep9309.rules.robotstxt import Decision, RobotsTxt
 from scrapy_rep9309.rules.usage import DISALLOW, Preference, combine_preferences
 
+#: An available robots.txt, even an empty one, decides by its parsed rules: a caller that
+#: passes none has skipped the parsing, and the URL cannot be decided.
+NO_RULES = "an available robots.txt needs its parsed rules to decide (rules=None)"
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -52,7 +56,9 @@ def is_allowed(
     extra_user_agents: Sequence[str] = (),
 ) -> bool:
     """Whether ``url`` may be fetched (the fast path: no explanation is built)."""
-    if outcome == AVAILABLE and rules is not None:
+    if outcome == AVAILABLE:
+        if rules is None:
+            raise ValueError(NO_RULES)
         if not rules.allowed(url, user_agent):
             return False
         return not extra_user_agents or rules.allowed_for_all(url, extra_user_agents)[0]
@@ -74,8 +80,10 @@ def usage_preferences(
     any ``n`` wins, then ``y``). Each preference names the rule that stated it.
     Costs a cached look-up per user agent when their groups state none.
     """
-    if outcome != AVAILABLE or rules is None:
+    if outcome != AVAILABLE:
         return ()
+    if rules is None:
+        raise ValueError(NO_RULES)
     stating = [user_agent] if rules.states_usage(user_agent) else []
     if extra_user_agents:
         stating += [agent for agent in extra_user_agents if rules.states_usage(agent)]
@@ -103,7 +111,9 @@ def explain(
 ) -> Verdict:
     """The same decision as ``is_allowed``, with the rule and group that made it; for an
     allowed URL, its usage preferences and those that refuse a ``required`` label."""
-    if outcome == AVAILABLE and rules is not None:
+    if outcome == AVAILABLE:
+        if rules is None:
+            raise ValueError(NO_RULES)
         if extra_user_agents:
             decision = rules.explain_for_all(url, (user_agent, *extra_user_agents))
         else:

@@ -123,11 +123,6 @@ class OriginRecord:
         return zlib.decompress(self.packed_body) if self.packed_body else b""
 
     @property
-    def has_body(self) -> bool:
-        """Whether the body is not empty, without unpacking it."""
-        return bool(self.packed_body)
-
-    @property
     def answered(self) -> bool:
         return self.outcome in (AVAILABLE, UNAVAILABLE)
 
