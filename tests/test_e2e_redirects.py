@@ -6,7 +6,7 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.crawl import run_crawl
-from tests.servers import ScriptedOrigin, ServerPool, redirect, rules
+from tests.servers import Reply, ScriptedOrigin, ServerPool, redirect, rules
 
 FINAL_RULES = "User-agent: *\nDisallow: /private\n"
 STATUSES = (301, 302, 307, 308, 301, 302, 307)
@@ -114,3 +114,25 @@ async def test_a_page_redirected_to_a_disallowed_url_is_not_downloaded(
     assert result.forbidden_urls == {home.url("/private/1"), other.url("/secret/1")}
     assert home.requests_for("/private/1") == [] and other.page_requests == []
     assert len(other.robots_fetches) == 1
+
+
+@pytest.mark.parametrize("location", [None, "", "   "])
+@deferred_f_from_coro_f
+async def test_a_redirect_without_a_location_means_unreachable(
+    servers: ServerPool, location: str | None
+) -> None:
+    """A 3xx with no target (no ``Location``, or an empty one) is no redirect but a status
+    with no rules: unreachable, complete disallow, retried, then the requests expire.
+    (An empty ``Location`` joined to the robots.txt URL would read as a loop back to it:
+    unavailable, allow all.)"""
+    headers = {} if location is None else {"Location": location}
+    crawled = servers.add([Reply(status=302, headers=headers)])
+    pages = crawled.urls(["/public/1", "/private/1"])
+
+    result = await run_crawl(pages, {"REP9309_DEFER_TIMEOUT": 1.5})
+
+    assert crawled.page_requests == []
+    assert result.ignored_urls == set(pages)
+    assert result.stat("robotstxt/unavailable") == 0
+    assert result.stat("robotstxt/unreachable") >= 1
+    assert result.stat("robotstxt/deferred/expired") == len(pages)

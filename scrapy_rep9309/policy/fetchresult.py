@@ -82,12 +82,17 @@ def answered(
 
 
 def redirect_target(url: str, status: int, location: str | bytes | None) -> str | None:
-    """The absolute URL a response redirects to (fragment dropped); None if not a redirect."""
+    """The absolute URL a response redirects to (fragment dropped); None if not a redirect.
+
+    An empty ``Location`` names no target: the response is not a redirect (joined to
+    the robots.txt URL it would read as a loop back to it, so "unavailable", allow all)."""
     if status not in REDIRECT_STATUSES or location is None:
         return None
     if isinstance(location, bytes):
         location = location.decode("latin-1")
     location = location.strip()
+    if not location:
+        return None
     try:
         return urljoin(url, safe_url_string(location)).split("#", 1)[0]
     except ValueError:  # no URL at all (``http://[::1``): ``unfollowable`` says so
