@@ -252,8 +252,9 @@ async def test_backoff_continues_after_the_resume(servers: ServerPool, tmp_path:
         b'{"format": "scrapy-rep9309 JOBDIR state", "version": 99, "records": {}, "held": []}',
         b'{"format": "something else", "version": 1}',
         b'{"format": "scrapy-rep9309 JOBDIR state", "version": 1, "records": {"x": 5}, "held": []}',
+        b"[" * 200_000,  # deeper than the JSON parser goes
     ],
-    ids=["garbage", "truncated", "other-version", "foreign", "bad-record"],
+    ids=["garbage", "truncated", "other-version", "foreign", "bad-record", "nested-too-deep"],
 )
 @deferred_f_from_coro_f
 async def test_an_unreadable_state_file_is_ignored_with_a_warning(

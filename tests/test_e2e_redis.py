@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -291,12 +292,30 @@ async def test_crawls_under_different_prefixes_share_nothing(
     assert not client.keys("rep9309:*")
 
 
+#: Records no version of this store writes: its data, its version, its Redis type.
+UNREADABLE_RECORDS: dict[str, Callable[[Any, str], None]] = {
+    "garbage data": lambda client, key: client.hset(key, mapping={"v": 7, "d": b"garbage"}),
+    "version not a number": lambda client, key: client.hset(
+        key, mapping={"v": "not-a-number", "d": b'{"outcome":"available"}\n'}
+    ),
+    # Deeper than the JSON parser goes, yet within the header's size limit.
+    "header nested too deep": lambda client, key: client.hset(
+        key, mapping={"v": 7, "d": b"[" * 2000 + b"]" * 2000 + b"\nUser-agent: *\n"}
+    ),
+    "a string, not a hash": lambda client, key: client.set(key, "not a record"),
+}
+
+
+@pytest.mark.parametrize("damage", list(UNREADABLE_RECORDS))
 @deferred_f_from_coro_f
 async def test_an_unreadable_record_is_ignored_and_fetched_again(
-    servers: ServerPool, redis_server: RedisServer
+    servers: ServerPool, redis_server: RedisServer, damage: str
 ) -> None:
+    """An unreadable record (whatever is wrong with it) is dropped with one WARNING and
+    the robots.txt fetched again: never an error in the requests, nor an outage retried
+    for ever."""
     site = servers.add(rules(PRIVATE))
-    redis_server.client().hset(f"rep9309:record:{site.base}", mapping={"v": 7, "d": b"garbage"})
+    UNREADABLE_RECORDS[damage](redis_server.client(), f"rep9309:record:{site.base}")
 
     result = await run_crawl([site.url("/a"), site.url("/private/b")], _redis(redis_server))
 

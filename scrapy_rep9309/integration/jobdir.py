@@ -98,7 +98,8 @@ def read_state(jobdir: str | os.PathLike[str]) -> JobState:
         return JobState()
     try:
         return _parse(json.loads(path.read_bytes()))
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    # RecursionError: JSON nested deeper than the parser goes.
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         logger.warning(
             "Ignored the robots.txt state in %s (%s: %s): the crawl starts without it, "
             "fetching every robots.txt again; held requests saved there are not restored",

@@ -39,6 +39,7 @@ same (a record larger than ``max_size`` plus a header is ignored, with a WARNING
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import math
@@ -99,6 +100,8 @@ CORRUPT_STAT = "robotstxt/store/corrupt"
 #: Stat counting held requests in Redis that could not be read back (dropped).
 UNREADABLE_HELD_STAT = "robotstxt/store/held_unreadable"
 _GENERATION_ERROR = "REP9309GENERATION"
+#: How Redis refuses a command on a key of another type (a string where a hash is read).
+_WRONG_TYPE_ERROR = "WRONGTYPE"
 _T = TypeVar("_T")
 #: A take waiting for its batch: origin key, tokens (None: all), the answer.
 _Take = tuple[str, "Sequence[Hashable] | None", "asyncio.Future[list[HeldRequest]]"]
@@ -531,6 +534,8 @@ class RedisOriginStore:
             if isinstance(exc, ResponseError) and str(exc).startswith(_GENERATION_ERROR):
                 self._generation = None
                 raise _GenerationLost(f"Redis at {redact(self.url)} lost its data") from exc
+            if isinstance(exc, ResponseError) and str(exc).startswith(_WRONG_TYPE_ERROR):
+                raise _WrongType(str(exc)) from exc
             raise StoreUnavailable(f"Redis at {redact(self.url)}: {exc}") from exc
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
@@ -640,10 +645,40 @@ class RedisOriginStore:
 
     async def load(self, key: str) -> StoredRecord | None:
         limit = self._max_size + HEADER_LIMIT
-        answer = await self._call(
-            lambda: self._evalsha("load", [self._key("record", key)], [limit])
+        answer = await self._reading(
+            key, lambda: self._evalsha("load", [self._key("record", key)], [limit])
         )
         return await self._stored_record(key, answer, limit)
+
+    async def _reading(self, key: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        """Run a script that reads ``key``'s record (and lease). A key there of another
+        Redis type (not written by this store: a record is a hash, a lease a string)
+        makes Redis refuse the script; each such key is deleted with a WARNING, counted
+        corrupt, and the script runs again, so that the origin is fetched anew instead of
+        the refusal being taken for an outage and retried for ever."""
+        try:
+            return await self._call(call)
+        except _WrongType:
+            redis = self._redis
+            assert redis is not None  # _call raised, not "not open"
+            for name, expected in (("record", b"hash"), ("lease", b"string")):
+                full_key = self._key(name, key)
+                kind = await self._call(functools.partial(redis.type, full_key))
+                if kind not in (expected, b"none"):
+                    self._ignored(key, f"its {name} key holds a Redis {kind.decode()}")
+                    await self._call(functools.partial(redis.delete, full_key))
+            return await self._call(call)
+
+    def _ignored(self, key: str, why: str) -> None:
+        logger.warning(
+            "Ignoring the robots.txt record of %s in Redis (%s): unreadable (%s); "
+            "it will be fetched again",
+            key,
+            redact(self.url),
+            why,
+        )
+        if self._stats is not None:
+            self._stats.inc_value(CORRUPT_STAT)
 
     async def load_or_lease(
         self, key: str, owner: str, ttl: float
@@ -654,12 +689,13 @@ class RedisOriginStore:
         stored the answer in between: taken with the look, the lease needs no second
         look)."""
         limit = self._max_size + HEADER_LIMIT
-        answer = await self._call(
+        answer = await self._reading(
+            key,
             lambda: self._evalsha(
                 "load_or_lease",
                 [self._key("record", key), self._key("lease", key)],
                 [limit, owner, _ms(ttl)],
-            )
+            ),
         )
         if answer and answer[0] == b"":
             return None, bool(answer[1])
@@ -669,22 +705,18 @@ class RedisOriginStore:
         """The record of a load script's answer; an unreadable one is dropped (WARNING)."""
         if not answer:
             return None
-        version = int(answer[0])
+        written_version = answer[0]  # dropped only if still this one, whatever it reads
         try:
+            version = int(written_version)
             if len(answer) < 3:
                 raise ValueError(f"{int(answer[1])} bytes, more than the {limit} read")
             record = decode_record(answer[2])
-        except (ValueError, TypeError, KeyError) as exc:
-            logger.warning(
-                "Ignoring the robots.txt record of %s in Redis (%s): unreadable (%s); "
-                "it will be fetched again",
-                key,
-                redact(self.url),
-                exc,
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            # RecursionError: JSON nested deeper than the parser goes, in a short header.
+            self._ignored(key, str(exc) or type(exc).__name__)
+            await self._call(
+                lambda: self._evalsha("drop", [self._key("record", key)], [written_version])
             )
-            if self._stats is not None:
-                self._stats.inc_value(CORRUPT_STAT)
-            await self._call(lambda: self._evalsha("drop", [self._key("record", key)], [version]))
             return None
         return StoredRecord(record, version)
 
@@ -986,6 +1018,11 @@ def decode_record(data: bytes) -> OriginRecord:
     if not isinstance(header, dict):
         raise ValueError("not a robots.txt record")
     return OriginRecord.from_fields(header, body)
+
+
+class _WrongType(Exception):
+    """Redis refused a command: one of its keys holds another type than this store
+    writes there. Not an outage (retrying cannot help): ``_reading`` deletes the key."""
 
 
 class _GenerationLost(StoreUnavailable):
