@@ -362,6 +362,9 @@ def _redis_url(value: Any) -> str:
     if parts.scheme == "unix" and not parts.path:
         raise ValueError("no socket path")
     parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    from redis.connection import parse_url  # only a Redis store's settings come here
+
+    parse_url(value.strip())  # ValueError for a bad option: ?db=x, ?socket_timeout=abc
     return value.strip()
 
 
