@@ -18,6 +18,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy_redis.connection import get_redis_from_settings
 from twisted.internet import reactor
 
+from scrapy_rep9309.integration.jobdir import read_state
 from scrapy_rep9309.integration.settings import RedisStoreSettings, SettingsError
 from scrapy_rep9309.storage.redisstore import RedisOriginStore
 from tests._redis import RedisServer
@@ -328,6 +329,42 @@ async def test_an_unreadable_record_is_ignored_and_fetched_again(
     assert result.stat("robotstxt/store/corrupt") == 1
     warnings = result.messages(logging.WARNING, "scrapy_rep9309")
     assert any("unreadable" in message and site.base in message for message in warnings)
+
+
+@pytest.mark.parametrize("jobdir", [False, True], ids=["errback", "jobdir"])
+@deferred_f_from_coro_f
+async def test_requests_held_while_redis_is_down_are_not_left_to_the_fleet_at_close(
+    servers: ServerPool, own_redis_server: RedisServer, tmp_path: Any, jobdir: bool
+) -> None:
+    """Redis goes away at 1 s and the spider closes at 4 s: the requests held meanwhile
+    never reached Redis, so no peer can see them. They end here, like any request still
+    held at close: in their errback with the reason, or saved under JOBDIR."""
+    known = servers.add(rules(PRIVATE))
+    newcomer = servers.add(rules(PRIVATE))
+    held = newcomer.urls(["/a", "/b", "/private/c"])
+    plan = [known.url("/1"), Wait(1.5), *held]
+    reactor.callLater(1.0, own_redis_server.stop)  # type: ignore[attr-defined]
+    settings = _redis(own_redis_server, REP9309_DEFER_TIMEOUT=30, CLOSESPIDER_TIMEOUT=4)
+    if jobdir:
+        settings["JOBDIR"] = str(tmp_path / "job")
+
+    result = await run_crawl(plan, settings)
+
+    assert result.urls == {known.url("/1")}
+    assert newcomer.page_requests == []
+    assert result.stat("robotstxt/fleet/left") == 0
+    # The first page waited for its robots.txt too (then released).
+    assert result.stat("robotstxt/deferred") == 1 + len(held)
+    assert result.stat("robotstxt/deferred/released") == 1
+    if jobdir:
+        assert result.stat("robotstxt/deferred/saved") == len(held)
+        assert len(read_state(tmp_path / "job").held) == len(held)
+    else:
+        assert result.ignored_urls == set(held)
+        assert all("Spider closed" in failure.message for failure in result.failures)
+        assert result.stat("robotstxt/deferred/closed") == len(held)
+    errors = result.messages(logging.ERROR, "scrapy_rep9309")
+    assert not any("lost to the fleet" in message for message in errors), errors
 
 
 @deferred_f_from_coro_f

@@ -451,6 +451,8 @@ class OriginDriver:
         await self._let_answers_finish()
         if self.shared:
             await self._settle_store_calls()
+            # Kept in the process while the store was down: no peer can see those.
+            self._stored.difference_update(await self.store.withdraw_unwritten())
         self._closed = True
         self._timers.cancel_all()
         now = time.time()
@@ -494,8 +496,9 @@ class OriginDriver:
 
     async def _leave_leftovers(self, leftovers: list[Leftover]) -> list[Leftover]:
         """Fleet, at close: put the leftovers back into the store for the others; those
-        the store does not take within a few seconds (it is down) stay leftovers."""
-        kept = []
+        the store does not take within a few seconds, or keeps in the process (it is
+        down), stay leftovers."""
+        written: dict[Hashable, Leftover] = {}
         for leftover in leftovers:
             held = HeldRequest(next(self._tokens), leftover.deadline, leftover.request)
             stored = deferred_from_coro(self.store.hold(str(leftover.origin), held))
@@ -503,10 +506,14 @@ class OriginDriver:
             try:
                 await maybe_deferred_to_future(stored)
             except Exception:
-                kept.append(leftover)
                 continue
-            self.stats.inc_value(LEFT_STAT)
-        return kept
+            written[held.token] = leftover
+        for token in await self.store.withdraw_unwritten():
+            written.pop(token, None)
+        if written:
+            self.stats.inc_value(LEFT_STAT, len(written))
+        left = set(map(id, written.values()))
+        return [leftover for leftover in leftovers if id(leftover) not in left]
 
     # -- carrying out effects --------------------------------------------------------
 

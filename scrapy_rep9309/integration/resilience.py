@@ -121,6 +121,11 @@ class PatientStore:
     async def held_keys(self) -> list[str]:
         return await self._patiently(self.inner.held_keys, [])
 
+    async def withdraw_unwritten(self) -> list[Hashable]:
+        # Local: what the store kept in the process, no call that an outage could fail.
+        withdraw = getattr(self.inner, "withdraw_unwritten", None)
+        return [] if withdraw is None else await withdraw()
+
     async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
         adopt = getattr(self.inner, "adopt_orphans", None)
         if adopt is None:

@@ -125,11 +125,17 @@ class SharedOriginStore(OriginStore, Protocol):
       without a store call.
     - A request of an origin the process knows nothing of is not held: it goes to the
       queue and is decided at download time, from the record the store has.
-    - When the spider closes, its held requests stay in the store for the others.
+    - When the spider closes, its held requests stay in the store for the others;
+      those a store outage kept in the process (``withdraw_unwritten``) do not.
     - Every few seconds the driver adopts the requests held by processes that are gone.
     """
 
     shared: bool
+
+    async def withdraw_unwritten(self) -> list[Hashable]:
+        """The tokens of the held requests ``hold`` kept in the process because the store
+        could not be reached, given up: never written after this. At close, the driver
+        decides them itself (errback or ``JOBDIR``), as no other process can see them."""
 
     async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
         """Become the holder of the requests held by processes that stopped or died;

@@ -789,6 +789,22 @@ class RedisOriginStore:
         finally:
             self._inflight.discard((key, entry))
 
+    async def withdraw_unwritten(self) -> list[Hashable]:
+        """Give up the held requests still waiting in this process for Redis to answer
+        (it was down): they will not be written, and their tokens are returned for the
+        caller to decide them itself. At close, so that none is counted as left to the
+        fleet while no peer can see it."""
+        tokens = []
+        for key, entry in sorted(self._unwritten, key=lambda item: _order(item[1])):
+            mine = self._mine.get(key, {})
+            if entry in mine:
+                tokens.append(mine.pop(entry)[0])
+                if not mine:
+                    del self._mine[key]
+            self._live.pop(entry, None)
+        self._unwritten.clear()
+        return tokens
+
     async def _write_batches(self) -> None:
         try:
             await asyncio.sleep(0)  # let the requests held in this moment join
