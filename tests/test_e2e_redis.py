@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -365,6 +367,35 @@ async def test_requests_held_while_redis_is_down_are_not_left_to_the_fleet_at_cl
         assert result.stat("robotstxt/deferred/closed") == len(held)
     errors = result.messages(logging.ERROR, "scrapy_rep9309")
     assert not any("lost to the fleet" in message for message in errors), errors
+
+
+@deferred_f_from_coro_f
+async def test_a_release_the_stalled_store_carries_out_after_the_close_ends_each_request_once(
+    servers: ServerPool, own_redis_server: RedisServer
+) -> None:
+    """Redis stalls (SIGSTOP) just before A gets the answer, and A closes: A's release,
+    which takes every request of the origin out of Redis (B's too), waits. A's close gives
+    up waiting for it after a few seconds and leaves the request in Redis; Redis wakes up
+    at 11 s and carries the release out after all. The requests it took out are A's only:
+    each ends once, in A's errback, none is lost and none is ended twice (A's request was
+    also made a leftover at close, and left again in Redis, so it came back twice)."""
+    site = servers.add(rules(PRIVATE, delay=4.0))
+    pid = own_redis_server.process.pid
+    reactor.callLater(3.0, os.kill, pid, signal.SIGSTOP)  # type: ignore[attr-defined]
+    reactor.callLater(11.0, os.kill, pid, signal.SIGCONT)  # type: ignore[attr-defined]
+    settings = _redis(own_redis_server, DOWNLOAD_TIMEOUT=20, REP9309_DEFER_TIMEOUT=60)
+
+    a, b = await asyncio.gather(
+        run_crawl([site.url("/a")], {**settings, "CLOSESPIDER_TIMEOUT": 3.2}),
+        run_crawl([Wait(0.5), site.url("/peer")], {**settings, "CLOSESPIDER_TIMEOUT": 40}),
+    )
+
+    ends = [seen.url for seen in a.responses + b.responses]
+    ends += [failure.url for failure in a.failures + b.failures]
+    assert sorted(ends) == sorted(site.urls(["/a", "/peer"])), "each ends once"
+    assert all("Spider closed before" in failure.message for failure in a.failures + b.failures)
+    assert site.page_requests == []
+    assert not own_redis_server.client().keys("rep9309:held:*")
 
 
 @deferred_f_from_coro_f

@@ -165,6 +165,10 @@ class OriginDriver:
         self._warned_ignored: set[Origin] = set()
         self._owner = uuid.uuid4().hex
         self._closed = False
+        #: Once close() hands over its leftovers: the ids of those it returned (the
+        #: middleware ends them). A store call that outlives the close ends its own
+        #: requests (``_end_late``), except these.
+        self._handed_over: set[int] | None = None
         #: Fleet: origins whose lease renewal is under way; requests waiting for a peek.
         self._renewing: set[Origin] = set()
         self._peeks: dict[Origin, list[Deferred[None]]] = {}
@@ -460,7 +464,13 @@ class OriginDriver:
             for action in machine.close(now):
                 if action.effect is Effect.DROP:
                     self._drop(origin, action)
-        for origin, held in list(self._held.values()):  # a machine was evicted: a bug
+        for token, (origin, held) in list(self._held.items()):
+            if token in self._stored:
+                # Fleet: released or expired, but the store call taking it out of the
+                # store has not answered (the store is stalled). It stays in the store:
+                # for a peer, or for that call, if it answers late (``_end_late``).
+                self.stats.inc_value(LEFT_STAT)
+                continue
             logger.error("Held request %s had no origin machine at close", held.request)
             self._undelivered.append(Leftover(origin, held.request, held.deadline))
         self._held.clear()
@@ -474,8 +484,10 @@ class OriginDriver:
             await call_errback(request, IgnoreRequest(reason))
         self._expired_late.clear()
         leftovers, self._undelivered = self._undelivered, []
+        self._handed_over = {id(leftover.request) for leftover in leftovers}
         if self.shared:
             leftovers = await self._leave_leftovers(leftovers)
+            self._handed_over = {id(leftover.request) for leftover in leftovers}
         return leftovers
 
     async def _let_answers_finish(self) -> None:
@@ -852,6 +864,12 @@ class OriginDriver:
     ) -> None:
         if not taken:
             return
+        if self._handed_over is not None:
+            self._end_late(
+                origin,
+                [(held.request, "closed", closed_before(held.request)) for held in taken],
+            )
+            return
         if self._closing():
             # A closing engine drops new requests silently: close() returns them,
             # with the copy that decides them.
@@ -915,6 +933,9 @@ class OriginDriver:
         if not taken:
             return
         reason = self.expiry_reason(origin)
+        if self._handed_over is not None:
+            self._end_late(origin, [(held.request, "expired", reason) for held in taken])
+            return
         if self._closing():
             self._expired_late.extend((origin, held.request, reason) for held in taken)
             return
@@ -924,6 +945,27 @@ class OriginDriver:
             copy.meta[EXPIRED_META] = reason
             copies.append((copy, held.deadline))
         self._send(origin, copies, "expired")
+
+    def _end_late(self, origin: Origin, ending: list[tuple[Request, str, str]]) -> None:
+        """A store call that outlived close() (it waited out a stalled store) took these
+        requests out of the store after close() had returned its leftovers: no one else
+        has them now. Each ends here, once, in its errback with ``reason``."""
+        assert self._handed_over is not None
+        late = 0
+        for request, counter, reason in ending:
+            if id(request) in self._handed_over:
+                continue  # a leftover close() returned: the middleware ended it
+            self._handed_over.add(id(request))
+            late += 1
+            self.accounting.count(origin, counter)
+            self._spawn(call_errback(request, IgnoreRequest(reason)), busy=False)
+        if late:
+            logger.warning(
+                "%d held requests of %s came back from the robots.txt store after the "
+                "spider closed (the store was slow to answer); they go to their errback",
+                late,
+                origin,
+            )
 
     def _drop(self, origin: Origin, action: Action) -> None:
         """The spider closed: held requests become leftovers. In a fleet, those the
@@ -1117,6 +1159,11 @@ class Leftover:
     deadline: float
     #: The copy that answered while the spider was closing; None: it never did.
     record: OriginRecord | None = None
+
+
+def closed_before(request: Request) -> str:
+    """Why an allowed request that could not be downloaded before the close ends."""
+    return f"Spider closed before {request.url} could be downloaded"
 
 
 def closing_reason(origin: Origin) -> str:

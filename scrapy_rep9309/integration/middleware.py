@@ -39,6 +39,7 @@ from scrapy_rep9309.integration.driver import (
     Leftover,
     OriginDriver,
     call_errback,
+    closed_before,
     closing_reason,
 )
 from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, read_state, write_state
@@ -232,7 +233,7 @@ class RobotsTxtMiddleware:
         if leftover.record is None:
             reason = closing_reason(leftover.origin)
         else:
-            reason = f"Spider closed before {leftover.request.url} could be downloaded"
+            reason = closed_before(leftover.request)
         await call_errback(leftover.request, IgnoreRequest(reason))
 
     async def _pause(self, leftovers: list[Leftover]) -> None:
