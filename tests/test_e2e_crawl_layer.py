@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._commands import run, run_async, scrapy
@@ -55,6 +56,47 @@ async def test_requests_queued_under_an_older_copy_obey_the_newest(servers: Serv
     assert result.failures == [
         failure for failure in result.failures if failure.url in result.forbidden_urls
     ]
+    assert undocumented_stats(set(result.stats)) == set()
+
+
+@pytest.mark.parametrize(
+    "robots_slot",
+    [None, {"download_slot": "robots"}],
+    ids=["refresh-in-the-pages-slot", "refresh-in-its-own-slot"],
+)
+@deferred_f_from_coro_f
+async def test_requests_waiting_in_their_download_slot_obey_the_newest_copy(
+    servers: ServerPool, robots_slot: dict[str, str] | None
+) -> None:
+    """Eight pages pass the middleware at once and wait in their download slot's queue,
+    DOWNLOAD_DELAY (0.8 s) apart; the robots.txt copy that let them through expires after
+    2 s (max-age), and the next one says Disallow. Not one page may be sent after the
+    first copy expired: those still queued are sent back to wait for the new copy (or,
+    once it is there, decided by it), and it forbids them all. The refresh goes through
+    the pages' slot (the default) or one of its own (``REP9309_FETCH_META``)."""
+    site = servers.add(
+        [rules(ALLOW_ALL, headers={"Cache-Control": "max-age=2"}), rules(DISALLOW_ALL)]
+    )
+    pages = site.urls([f"/page/{n}" for n in range(8)])
+    settings: dict[str, object] = {
+        "DOWNLOAD_DELAY": 0.8,
+        "RANDOMIZE_DOWNLOAD_DELAY": False,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    }
+    if robots_slot is not None:
+        settings["REP9309_FETCH_META"] = robots_slot
+
+    result = await run_crawl(pages, settings)
+
+    first = site.robots_fetches[0].answered
+    assert first is not None
+    expired_at = first + 2
+    # Sends come 0.8 s apart: the nearest to the expiry is 0.4 s from it.
+    late = [e.path for e in site.page_requests if e.received > expired_at + 0.2]
+    assert late == [], "pages sent after their robots.txt copy expired"
+    assert result.urls, "the first copy allowed some pages"
+    assert result.forbidden_urls == set(pages) - result.urls
+    assert len(site.robots_fetches) == 2
     assert undocumented_stats(set(result.stats)) == set()
 
 

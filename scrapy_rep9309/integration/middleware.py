@@ -43,6 +43,7 @@ from scrapy_rep9309.integration.driver import (
     closing_reason,
 )
 from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, read_state, write_state
+from scrapy_rep9309.integration.lastlook import install as install_last_look
 from scrapy_rep9309.integration.requestcodec import RequestCodec
 from scrapy_rep9309.integration.resilience import PatientStore
 from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
@@ -73,6 +74,10 @@ SCHEDULED_META = "rep9309_scheduled"
 REQUEUED_META = "rep9309_requeued"
 #: Trips back to be held at most; then the request waits in ``process_request``.
 MAX_REQUEUES = 3
+#: On every request this middleware lets through: the ``fetched_at`` of the robots.txt
+#: copy that decided it, so that the last look before sending (``integration/lastlook.py``)
+#: knows whether a newer copy has come since.
+DECIDED_META = "rep9309_decided_at"
 #: On every request this middleware lets through, then on its response: the URL's usage
 #: preferences, ``{label: "y" | "n"}`` (docs/usage-preferences.md).
 CONTENT_USAGE_META = "rep9309_content_usage"
@@ -141,6 +146,7 @@ class RobotsTxtMiddleware:
                 for mw in engine.downloader.middleware.middlewares
                 if isinstance(mw, OffsiteMiddleware)
             ]
+            install_last_look(engine.downloader, self._last_look)
         self._codec = RequestCodec(spider)
         await self._patient_store.open(self._codec, self._changed_elsewhere)
         self.driver.start_orphan_sweep()
@@ -359,6 +365,47 @@ class RobotsTxtMiddleware:
             return self._robots_copy(origin, record, request)
         return None
 
+    def _last_look(self, request: Request) -> None:
+        """Just before ``request`` is sent (after any wait in its download slot's queue):
+        the newest usable copy of its origin's robots.txt still decides it.
+
+        The copy that let it through (``DECIDED_META``) is the usual answer, at the cost
+        of a look-up. A newer copy decides it again (IgnoreRequest if it forbids it). No
+        usable copy (it expired meanwhile, a refresh is under way) raises
+        ``NoUsableCopy``: ``process_exception`` sends the request back to be held. An
+        origin evicted from memory meanwhile knows nothing newer: the decision stands."""
+        decided_at = request.meta.get(DECIDED_META)
+        if decided_at is None:  # not decided here: skipped, robots.txt, no valid origin
+            return
+        origin = _origin_key(request)
+        if origin is None:
+            return
+        record = self.driver.usable(origin)
+        if record is not None and record.fetched_at == decided_at:
+            return
+        if record is None:
+            if self._known(origin):
+                raise NoUsableCopy(origin)
+            return
+        self.accounting.report(origin).allowed -= 1  # counted again, or forbidden
+        self._decide(origin, record, request)
+
+    def process_exception(
+        self, request: Request, exception: Exception, spider: Spider | None = None
+    ) -> Request | None:
+        """The last look found no usable copy: the request goes back to be held (or, sent
+        with ``engine.download_async``, to wait for the copy here)."""
+        if not isinstance(exception, NoUsableCopy):
+            return None
+        self.accounting.report(exception.origin).allowed -= 1
+        logger.debug(
+            "%(request)s waited in its download slot until the robots.txt copy of "
+            "%(origin)s was no longer usable: sent back to wait for a fresh one",
+            {"request": request, "origin": exception.origin},
+            extra={"spider": self.crawler.spider},
+        )
+        return self._requeue(request)
+
     def _robots_copy(
         self, origin: Origin, record: OriginRecord, request: Request
     ) -> Response | None:
@@ -475,7 +522,9 @@ class RobotsTxtMiddleware:
         if not downloading:
             return
         self.accounting.report(origin).allowed += 1
-        request.meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
+        meta = request.meta
+        meta[DECIDED_META] = record.fetched_at
+        meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
         if self.settings.crawl_delay and rules is not None:
             delay = rules.crawl_delay(user_agent)
             engine = self.crawler.engine
@@ -548,6 +597,14 @@ class RobotsTxtMiddleware:
         copy = request.replace(dont_filter=True)
         copy.meta[REQUEUED_META] = _requeues(request) + 1
         return copy
+
+
+class NoUsableCopy(Exception):
+    """Raised by the last look: the origin has no usable robots.txt copy at send time."""
+
+    def __init__(self, origin: Origin) -> None:
+        super().__init__(f"No usable robots.txt copy of {origin} at download time")
+        self.origin = origin
 
 
 def _skipped(request: Request) -> bool:
