@@ -7,6 +7,7 @@ robots.txt is slow or failing at the moment of the pause and recovers afterwards
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import signal
@@ -26,7 +27,7 @@ from twisted.internet.threads import deferToThread
 
 from scrapy_rep9309.integration.jobdir import state_path
 from tests._commands import REPO_ROOT, tool_environment
-from tests.crawl import ADDON, BUILTIN, FORBIDDEN_MESSAGE, run_crawl
+from tests.crawl import ADDON, BUILTIN, FORBIDDEN_MESSAGE, Wait, run_crawl
 from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, rules
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
@@ -303,6 +304,38 @@ async def test_saved_records_are_bounded_by_the_cache_size_but_keep_every_backof
     await run_crawl([newest.url("/a")], {**first, "REP9309_CACHE_SIZE": 1})
 
     assert set(read_state(jobdir).records) == {newest.base, failing.base}
+
+
+@deferred_f_from_coro_f
+async def test_a_restored_record_superseded_then_evicted_is_not_saved_again(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """Run 1 saves a copy that allows everything (max-age=1). Run 2 fetches the newer one,
+    Disallow, then forgets the origin (REP9309_CACHE_SIZE=1). Its state must not bring
+    back run 1's copy: a run 3 whose refreshes fail would decide by it, stale, older
+    than the copy that forbids."""
+    from scrapy_rep9309.integration.jobdir import read_state
+
+    jobdir = str(tmp_path / "job")
+    site = servers.add(
+        [
+            rules("User-agent: *\nAllow: /\n", headers={"Cache-Control": "max-age=1"}),
+            rules("User-agent: *\nDisallow: /\n"),
+        ]
+    )
+    other = servers.add(rules(PRIVATE))
+    await run_crawl([site.url("/a")], {"JOBDIR": jobdir})
+    assert site.base in read_state(jobdir).records
+    await asyncio.sleep(1.5)  # run 1's copy expires
+
+    second = await run_crawl(
+        [site.url("/b"), Wait(0.5), other.url("/a")], {"JOBDIR": jobdir, "REP9309_CACHE_SIZE": 1}
+    )
+
+    assert second.forbidden_urls == {site.url("/b")}
+    assert second.stat("robotstxt/evicted") == 1
+    saved = read_state(jobdir).records.get(site.base)
+    assert saved is None or b"Disallow" in saved.body, "run 1's older copy came back"
 
 
 @deferred_f_from_coro_f
