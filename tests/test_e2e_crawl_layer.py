@@ -10,14 +10,17 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from scrapy import Request
+from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._commands import run, run_async, scrapy
 from tests._readme import undocumented_stats
-from tests.crawl import BUILTIN_ENABLED, run_crawl
+from tests.crawl import BUILTIN_ENABLED, PlanSpider, Wait, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, rules
 
 ALLOW_ALL = "User-agent: *\nAllow: /\n"
@@ -98,6 +101,70 @@ async def test_requests_waiting_in_their_download_slot_obey_the_newest_copy(
     assert result.forbidden_urls == set(pages) - result.urls
     assert len(site.robots_fetches) == 2
     assert undocumented_stats(set(result.stats)) == set()
+
+
+@pytest.mark.parametrize("delay", ["download-delay", "crawl-delay"])
+@deferred_f_from_coro_f
+async def test_a_copy_shorter_lived_than_the_slots_delay_still_lets_pages_through(
+    servers: ServerPool, delay: str
+) -> None:
+    """robots.txt allows everything but lives 1-2 s, and every request waits longer than
+    that in its download slot (DOWNLOAD_DELAY 1.5 s; a Crawl-delay of 3 s obeyed with
+    REP9309_CRAWL_DELAY): every copy has expired by the time a page is sent. A page is
+    sent back to be held for a fresh copy a bounded number of times, then goes with the
+    copy that let it into the downloader; sending it back for ever would download
+    nothing."""
+    if delay == "download-delay":
+        robots = rules(ALLOW_ALL, headers={"Cache-Control": "max-age=1"})
+        settings: dict[str, object] = {"DOWNLOAD_DELAY": 1.5, "RANDOMIZE_DOWNLOAD_DELAY": False}
+        paths = [f"/page/{n}" for n in range(3)]
+    else:
+        text = "User-agent: *\nCrawl-delay: 3\nAllow: /\n"
+        robots = rules(text, headers={"Cache-Control": "max-age=2"})
+        settings = {"REP9309_CRAWL_DELAY": True}
+        paths = ["/page/0"]
+    site = servers.add([robots])
+    pages = site.urls(paths)
+
+    result = await run_crawl(pages, {**settings, "CLOSESPIDER_TIMEOUT": 90})
+
+    assert result.close_reason == "finished"
+    assert result.urls == set(pages)
+
+
+class FollowsWithCopiedMeta(PlanSpider):
+    """Follows a link from ``/start`` opting out of robots.txt, with the response's meta
+    copied (a common idiom): the copy carries the middleware's keys of the first page."""
+
+    target = ""
+
+    def parse(self, response: Response, **kwargs: object) -> Iterator[Request]:
+        super().parse(response)
+        if response.url.endswith("/start"):
+            meta = {**response.meta, "dont_obey_robotstxt": True}
+            yield Request(self.target, meta=meta, callback=self.parse, errback=self.on_error)
+
+
+@deferred_f_from_coro_f
+async def test_an_opted_out_request_with_another_pages_meta_is_not_decided(
+    servers: ServerPool,
+) -> None:
+    """``dont_obey_robotstxt`` keeps the middleware out, even when the request carries the
+    meta of a page it decided (another origin's): it is downloaded although its own
+    origin's robots.txt disallows it, and no origin's counts change."""
+    start = servers.add(rules(ALLOW_ALL))
+    closed = servers.add(rules(DISALLOW_ALL))
+    FollowsWithCopiedMeta.target = closed.url("/private")
+
+    result = await run_crawl(
+        [closed.url("/other"), Wait(0.5), start.url("/start")], spider_cls=FollowsWithCopiedMeta
+    )
+
+    assert result.urls == {start.url("/start"), closed.url("/private")}
+    assert result.forbidden_urls == {closed.url("/other")}
+    reports = {r.origin: r for r in result.middleware(ours_class()).origin_reports()}
+    assert (reports[closed.base].allowed, reports[closed.base].forbidden) == (0, 1)
+    assert reports[start.base].allowed == 1
 
 
 ROBOTS_RULE = "User-agent: *\nDisallow: /robots\n"

@@ -342,6 +342,8 @@ class RobotsTxtMiddleware:
     ) -> Request | Response | None:
         parts = urlparse_cached(request)
         meta = request.meta
+        # A decision is this request's own: not one copied with another request's meta.
+        meta.pop(DECIDED_META, None)
         if parts.scheme not in _SCHEMES or meta.get("dont_obey_robotstxt"):
             return None
         expired = meta.get(EXPIRED_META)
@@ -372,8 +374,9 @@ class RobotsTxtMiddleware:
         The copy that let it through (``DECIDED_META``) is the usual answer, at the cost
         of a look-up. A newer copy decides it again (IgnoreRequest if it forbids it). No
         usable copy (it expired meanwhile, a refresh is under way) raises
-        ``NoUsableCopy``: ``process_exception`` sends the request back to be held. An
-        origin evicted from memory meanwhile knows nothing newer: the decision stands."""
+        ``NoUsableCopy``: ``process_exception`` sends the request back to be held, at
+        most ``MAX_REQUEUES`` times in all. An origin evicted from memory meanwhile
+        knows nothing newer: the decision stands."""
         decided_at = request.meta.get(DECIDED_META)
         if decided_at is None:  # not decided here: skipped, robots.txt, no valid origin
             return
@@ -384,8 +387,11 @@ class RobotsTxtMiddleware:
         if record is not None and record.fetched_at == decided_at:
             return
         if record is None:
-            if self._known(origin):
+            if self._known(origin) and _requeues(request) < MAX_REQUEUES:
                 raise NoUsableCopy(origin)
+            # Evicted meanwhile (nothing newer is known), or sent back enough: a copy
+            # that lives less than the slot's delay would expire on every trip, so the
+            # copy that decided it when it entered the downloader stands.
             return
         self.accounting.report(origin).allowed -= 1  # counted again, or forbidden
         self._decide(origin, record, request)

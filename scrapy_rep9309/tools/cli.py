@@ -8,6 +8,7 @@ Exit status: 0 all allowed, 1 any disallowed, 2 bad input (one-line error).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -128,8 +129,8 @@ def run_check(
         raise BadInput("--user-agent must not be empty")
     if not all(extra.strip() for extra in extra_user_agents):
         raise BadInput("--extra-user-agent must not be empty")
-    if timeout <= 0:
-        raise BadInput("--timeout must be greater than 0")
+    if not (math.isfinite(timeout) and timeout > 0):  # nan, inf: no timeout a socket takes
+        raise BadInput("--timeout must be a finite number greater than 0")
     if remote:
         result = fetch_robots(robots, user_agent=user_agent, timeout=timeout, progress=_progress)
         header = describe_fetch(robots, result)
