@@ -119,9 +119,6 @@ def _parse(document: Any) -> JobState:
         str(key): OriginRecord.from_dict(dict(value))
         for key, value in dict(document["records"]).items()
     }
-    for record in records.values():
-        if not isinstance(record.body, bytes) or not isinstance(record.fetched_at, (int, float)):
-            raise ValueError("a record has fields of the wrong type")
     held = [
         SavedRequest(
             str(entry["origin"]),
