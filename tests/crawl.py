@@ -19,6 +19,7 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from scrapy.settings import default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 from twisted.python.failure import Failure
@@ -27,6 +28,12 @@ BUILTIN = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 OURS = "scrapy_rep9309.RobotsTxtMiddleware"
 ADDON = "scrapy_rep9309.Addon"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
+#: Exact download delays: DOWNLOAD_DELAY_JITTER replaced RANDOMIZE_DOWNLOAD_DELAY in Scrapy 2.19.
+NO_RANDOM_DELAY: dict[str, object] = (
+    {"DOWNLOAD_DELAY_JITTER": 0}
+    if hasattr(default_settings, "DOWNLOAD_DELAY_JITTER")
+    else {"RANDOMIZE_DOWNLOAD_DELAY": False}
+)
 
 #: Settings that keep every end-to-end crawl to a few seconds.
 FAST_SETTINGS: dict[str, Any] = {

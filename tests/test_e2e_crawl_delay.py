@@ -7,19 +7,12 @@ from typing import Any
 
 import pytest
 from scrapy import Request
-from scrapy.settings import default_settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from tests.crawl import run_crawl
+from tests.crawl import NO_RANDOM_DELAY, run_crawl
 from tests.servers import ServerPool, rules
 
 PAGES = [f"/page/{n}" for n in range(4)]
-# Exact delays: DOWNLOAD_DELAY_JITTER replaced RANDOMIZE_DOWNLOAD_DELAY in Scrapy 2.19.
-NO_RANDOM_DELAY = (
-    {"DOWNLOAD_DELAY_JITTER": 0}
-    if hasattr(default_settings, "DOWNLOAD_DELAY_JITTER")
-    else {"RANDOMIZE_DOWNLOAD_DELAY": False}
-)
 
 
 @pytest.mark.parametrize(

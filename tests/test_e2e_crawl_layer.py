@@ -20,7 +20,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._commands import run, run_async, scrapy
 from tests._readme import undocumented_stats
-from tests.crawl import BUILTIN_ENABLED, PlanSpider, Wait, ours_class, run_crawl
+from tests.crawl import BUILTIN_ENABLED, NO_RANDOM_DELAY, PlanSpider, Wait, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, rules
 
 ALLOW_ALL = "User-agent: *\nAllow: /\n"
@@ -83,7 +83,7 @@ async def test_requests_waiting_in_their_download_slot_obey_the_newest_copy(
     pages = site.urls([f"/page/{n}" for n in range(8)])
     settings: dict[str, object] = {
         "DOWNLOAD_DELAY": 0.8,
-        "RANDOMIZE_DOWNLOAD_DELAY": False,
+        **NO_RANDOM_DELAY,
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
     }
     if robots_slot is not None:
@@ -116,7 +116,7 @@ async def test_a_copy_shorter_lived_than_the_slots_delay_still_lets_pages_throug
     nothing."""
     if delay == "download-delay":
         robots = rules(ALLOW_ALL, headers={"Cache-Control": "max-age=1"})
-        settings: dict[str, object] = {"DOWNLOAD_DELAY": 1.5, "RANDOMIZE_DOWNLOAD_DELAY": False}
+        settings: dict[str, object] = {"DOWNLOAD_DELAY": 1.5, **NO_RANDOM_DELAY}
         paths = [f"/page/{n}" for n in range(3)]
     else:
         text = "User-agent: *\nCrawl-delay: 3\nAllow: /\n"

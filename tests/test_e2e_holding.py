@@ -47,7 +47,6 @@ async def test_slow_robots_txt_does_not_stall_other_origins(servers: ServerPool)
     assert answered is not None
     assert all(len(site.page_requests) == 6 for site in fast)
     assert _last_response_from(result, fast) < answered
-    assert _last_response_from(result, fast) - result.started < 2.5
     # The slow origin's requests still went on once its robots.txt arrived.
     assert len(slow.page_requests) == 11
     assert result.forbidden_urls == {slow.url("/private/1")}
