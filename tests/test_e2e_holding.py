@@ -194,17 +194,18 @@ def _most_at_once(fetches: list[tuple[float, float]]) -> int:
     return most
 
 
-@pytest.mark.parametrize(("setting", "most"), [(2, 2), (None, 8)])
+@pytest.mark.parametrize(("setting", "most"), [(2, 2), (None, 4), (16, 8)])
 @deferred_f_from_coro_f
 async def test_a_burst_of_new_origins_downloads_at_most_rep9309_concurrent_fetches_at_once(
     servers: ServerPool, setting: int | None, most: int
 ) -> None:
     """Held requests do not count against CONCURRENT_REQUESTS: REP9309_CONCURRENT_FETCHES
-    bounds the robots.txt downloads a burst of new origins starts (32 by default)."""
+    bounds the robots.txt downloads a burst of new origins starts (half of
+    CONCURRENT_REQUESTS by default)."""
     sites = [servers.add(rules("User-agent: *\nDisallow: /private\n", delay=0.3)) for _ in range(8)]
     plan = [site.url(f"/page/{n}") for n in range(3) for site in sites]
     plan += [sites[0].url("/private/1")]
-    settings: dict[str, Any] = {"CONCURRENT_REQUESTS": 16}
+    settings: dict[str, Any] = {"CONCURRENT_REQUESTS": 8}
     if setting is not None:
         settings["REP9309_CONCURRENT_FETCHES"] = setting
     result = await run_crawl(plan, settings)
@@ -216,7 +217,33 @@ async def test_a_burst_of_new_origins_downloads_at_most_rep9309_concurrent_fetch
     assert all(len(site.page_requests) == 3 for site in sites)
     assert result.forbidden_urls == {sites[0].url("/private/1")}
     waited = [line for line in result.messages() if "waits for a download slot" in line]
-    assert (len(waited) > 0) == (setting is not None)
+    assert (len(waited) > 0) == (most < len(sites))
+
+
+@deferred_f_from_coro_f
+async def test_robots_txt_files_that_never_answer_do_not_fill_the_downloader(
+    servers: ServerPool,
+) -> None:
+    """An origin crawled, then as many new origins as CONCURRENT_REQUESTS (16) whose
+    robots.txt never answers, then more of the first origin's pages: robots.txt downloads
+    take half of the downloader at most, so those pages are crawled while the others hang.
+    Were the downloads allowed 16 places, the engine would take in nothing more until their
+    DOWNLOAD_TIMEOUT, past the close."""
+    known = servers.add(rules("User-agent: *\nDisallow: /private\n"))
+    hanging = [servers.add(hang()) for _ in range(16)]
+    later = known.urls(["/page/1", "/page/2", "/private/1"])
+    plan = [known.url("/page/0"), Wait(0.5), *(site.url("/page/0") for site in hanging)]
+    plan += [Wait(0.5), *later]
+
+    result = await run_crawl(plan, {"CLOSESPIDER_TIMEOUT": 4, "DOWNLOAD_TIMEOUT": 8})
+
+    assert len(known.page_requests) == 3
+    assert result.forbidden_urls == {known.url("/private/1")}
+    assert sum(len(site.robots_fetches) for site in hanging) == 8
+    assert result.ignored_urls == {site.url("/page/0") for site in hanging} | {
+        known.url("/private/1")
+    }
+    assert result.stat("robotstxt/deferred/closed") == 16
 
 
 @deferred_f_from_coro_f

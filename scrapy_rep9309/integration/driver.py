@@ -145,7 +145,7 @@ class OriginDriver:
         #: At most REP9309_CONCURRENT_FETCHES robots.txt downloads at once. Held requests
         #: wait outside the downloader, so nothing else bounds how many new origins start
         #: a fetch together: a page listing thousands of sites would open thousands of
-        #: connections at once.
+        #: connections at once, and hanging robots.txt files could fill the downloader.
         self._download_slots = DeferredSemaphore(settings.concurrent_fetches)
         #: Effects under way (store calls, fetches, releases): the spider stays open.
         self._tasks = 0

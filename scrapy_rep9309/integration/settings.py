@@ -44,8 +44,9 @@ class Rep9309Settings:
     cache_ttl: float = 86400.0
     max_size: int = MIN_MAX_SIZE
     max_redirects: int = DEFAULT_MAX_REDIRECTS
-    #: robots.txt downloads under way at once, across origins (REP9309_CONCURRENT_FETCHES).
-    concurrent_fetches: int = 32
+    #: robots.txt downloads under way at once, across origins (REP9309_CONCURRENT_FETCHES);
+    #: by default half of CONCURRENT_REQUESTS (Scrapy's default: 16).
+    concurrent_fetches: int = 8
     retry_delay: float = 60.0
     retry_max_delay: float = 3600.0
     defer_timeout: float = 3600.0
@@ -91,7 +92,10 @@ class Rep9309Settings:
                 settings, "REP9309_MAX_REDIRECTS", _non_negative_int, defaults.max_redirects
             ),
             concurrent_fetches=_read(
-                settings, "REP9309_CONCURRENT_FETCHES", _positive_int, defaults.concurrent_fetches
+                settings,
+                "REP9309_CONCURRENT_FETCHES",
+                _positive_int,
+                _half_the_downloader(settings),
             ),
             retry_delay=_read(settings, "REP9309_RETRY_DELAY", _positive, defaults.retry_delay),
             retry_max_delay=_read(
@@ -284,6 +288,16 @@ def check_builtin_disabled(settings: BaseSettings) -> None:
                 f'"{THIS_MIDDLEWARE}": 100}}, or enable the add-on instead: '
                 'ADDONS = {"scrapy_rep9309.Addon": 0}'
             )
+
+
+def _half_the_downloader(settings: BaseSettings) -> int:
+    """The default REP9309_CONCURRENT_FETCHES: half of CONCURRENT_REQUESTS, at least one.
+
+    robots.txt downloads take places in the downloader like pages do. Were they allowed
+    all of them, robots.txt files that never answer would fill it, and every other origin
+    would wait for their DOWNLOAD_TIMEOUT."""
+    concurrency = _read(settings, "CONCURRENT_REQUESTS", _positive_int, 16)
+    return max(1, concurrency // 2)
 
 
 def _read(settings: BaseSettings, name: str, convert: Callable[[Any], Any], default: Any) -> Any:
