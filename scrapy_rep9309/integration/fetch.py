@@ -9,6 +9,7 @@ parse limit instead of downloading a huge file whole (RFC 9309 2.3.1.2-2.5).
 from __future__ import annotations
 
 import logging
+import time
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["FetchResult", "fetch_robots_txt"]
 
 SIZE_BUDGET_META = "_rep9309_size_budget"
+#: robots.txt answers replayed by HttpCacheMiddleware that were checked with the server.
+RECHECKED_STAT = "robotstxt/http_cache/rechecked"
 #: The stat counting fetches that ended without rules, by outcome.
 OUTCOME_STATS = {UNAVAILABLE: "robotstxt/unavailable", UNREACHABLE: "robotstxt/unreachable"}
 # Meta of every robots.txt request: other middlewares must neither follow,
@@ -199,6 +202,9 @@ async def fetch_robots_txt(
         limiter.begin()
         try:
             response = await download(crawler, request)
+            why = _replay_to_check(response, settings.cache_ttl, time.time())
+            if why is not None:
+                response = await _checked_live(crawler, request, response, why)
         except IgnoreRequest as exc:
             budget = request.meta[SIZE_BUDGET_META]
             if budget.compressed:  # HttpCompressionMiddleware gave up: no body to parse
@@ -230,6 +236,64 @@ async def fetch_robots_txt(
         redirects.append(target)
         visited.add(target)
         url = target
+
+
+def _replay_to_check(response: Response, ttl: float, now: float) -> str | None:
+    """Why a robots.txt answer replayed by HttpCacheMiddleware (flagged ``cached``) must
+    be checked with the server, or None to take it as it is.
+
+    The HTTP cache's policy may keep an answer for ever (``DummyPolicy``, the default).
+    A replayed server error or 429 says nothing of the server now: replayed at every
+    retry, it would hold the origin's requests until they expire. A copy older than
+    REP9309_CACHE_TTL by its ``Date`` header must not decide (RFC 9309 2.4)."""
+    if "cached" not in response.flags:
+        return None
+    if response.status == 429 or response.status >= 500:
+        return f"a cached HTTP {response.status}"
+    # Loaded with the cache's policies and storages already: nothing to import otherwise.
+    from scrapy.extensions.httpcache import rfc1123_to_epoch
+
+    sent = rfc1123_to_epoch(response.headers.get(b"Date"))
+    if sent is not None and now - sent > ttl:
+        return f"a cached copy {(now - sent) / 3600:.0f} h old"
+    return None
+
+
+async def _checked_live(
+    crawler: Crawler, replayed: Request, cached: Response, why: str
+) -> Response:
+    """Download ``replayed`` again past the HTTP cache (``dont_cache``); the cached answer
+    stands if the server cannot answer (RFC 9309 2.4: an older copy may be used while the
+    file is unreachable)."""
+    stats = crawler.stats
+    assert stats is not None
+    stats.inc_value(RECHECKED_STAT)
+    stats.inc_value("robotstxt/request_count")
+    meta = {
+        **replayed.meta,
+        "dont_cache": True,
+        SIZE_BUDGET_META: _SizeBudget(replayed.meta[SIZE_BUDGET_META].limit),
+    }
+    try:
+        live = await download(crawler, replayed.replace(meta=meta))
+    except Exception as exc:  # a refusal or a network error: the replay stands
+        logger.debug(
+            "robots.txt %s: %s could not be checked with the server (%s): it stands",
+            replayed.url,
+            why,
+            global_object_name(type(exc)),
+        )
+        return cached
+    if live.status == 429 or live.status >= 500:
+        logger.debug(
+            "robots.txt %s: %s; the server answers HTTP %s: the cached answer stands",
+            replayed.url,
+            why,
+            live.status,
+        )
+        return cached
+    logger.debug("robots.txt %s: %s, downloaded again", replayed.url, why)
+    return live
 
 
 def _answered(

@@ -1,0 +1,91 @@
+"""robots.txt answers replayed by Scrapy's HTTP cache (HTTPCACHE_ENABLED, DummyPolicy:
+every answer kept for ever) are checked with the server when they say nothing current.
+
+A replayed 5xx would come back at every retry and hold the origin's requests until they
+expire, in this crawl and every later one using the cache; a replayed copy older than
+REP9309_CACHE_TTL would decide pages the site now forbids (RFC 9309 2.4). When the
+server cannot answer, the replay stands (2.4: an older copy may be used while robots.txt
+is unreachable), so offline replays keep working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests._readme import undocumented_stats
+from tests.crawl import run_crawl
+from tests.servers import Reply, ServerPool, rules
+
+ALLOW_ALL = "User-agent: *\nAllow: /\n"
+DISALLOW_PRIVATE = "User-agent: *\nDisallow: /private\n"
+RECHECKED = "robotstxt/http_cache/rechecked"
+
+
+def cache_settings(tmp_path: Path) -> dict[str, object]:
+    return {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path / "cache")}
+
+
+@deferred_f_from_coro_f
+async def test_a_cached_server_error_is_checked_with_the_server(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    site = servers.add([Reply(503, "busy"), rules(DISALLOW_PRIVATE)])
+    pages = site.urls(["/a", "/b", "/private/1"])
+    settings = {**cache_settings(tmp_path), "REP9309_RETRY_DELAY": 0.5}
+
+    first = await run_crawl(pages, {**settings, "REP9309_DEFER_TIMEOUT": 20})
+
+    # The 503 went into the cache; the retry found it there and asked the server.
+    assert first.urls == set(site.urls(["/a", "/b"]))
+    assert first.forbidden_urls == {site.url("/private/1")}
+    assert first.stat(RECHECKED) == 1
+    assert len(site.robots_fetches) == 2
+
+    # A later crawl on the same cache: the replayed 503 is checked at once, no backoff.
+    later = await run_crawl([*pages, site.url("/c")], {**settings, "REP9309_DEFER_TIMEOUT": 20})
+
+    assert later.urls == set(site.urls(["/a", "/b", "/c"]))
+    assert later.forbidden_urls == {site.url("/private/1")}
+    assert later.stat("robotstxt/unreachable") == 0
+    assert later.stat(RECHECKED) == 1
+    assert len(site.robots_fetches) == 3
+    assert undocumented_stats(set(first.stats) | set(later.stats)) == set()
+
+
+@deferred_f_from_coro_f
+async def test_a_cached_copy_older_than_the_ttl_is_checked_with_the_server(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """The cached copy allows everything; the site's robots.txt now disallows /private."""
+    site = servers.add([rules(ALLOW_ALL), rules(DISALLOW_PRIVATE)])
+    settings = {**cache_settings(tmp_path), "REP9309_CACHE_TTL": 1}
+    await run_crawl([site.url("/a")], settings)
+    await asyncio.sleep(2.5)  # the cached copy's Date is now older than the TTL
+
+    result = await run_crawl(site.urls(["/a", "/private/1"]), settings)
+
+    assert site.crawled_paths() == {"/a"}
+    assert result.forbidden_urls == {site.url("/private/1")}
+    assert result.stat(RECHECKED) == 1
+    assert len(site.robots_fetches) == 2
+
+
+@deferred_f_from_coro_f
+async def test_an_old_cached_copy_stands_when_the_server_cannot_answer(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    site = servers.add([rules(DISALLOW_PRIVATE), Reply(503, "down")])
+    settings = {**cache_settings(tmp_path), "REP9309_CACHE_TTL": 1}
+    await run_crawl([site.url("/a")], settings)
+    await asyncio.sleep(2.5)
+
+    result = await run_crawl(site.urls(["/a", "/private/1"]), settings)
+
+    assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/private/1")}
+    assert result.stat(RECHECKED) == 1
+    assert result.stat("robotstxt/unreachable") == 0
+    assert len(site.robots_fetches) == 2
