@@ -56,3 +56,35 @@ async def test_crawl_delay_reaches_a_download_slot_not_made_yet(servers: ServerP
     times = sorted(entry.received for entry in site.page_requests)
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert all(0.45 <= gap <= 1.0 for gap in gaps), gaps
+
+
+#: Scrapy's delay jitter, wide: draws from 0.1 to 1.9 times the delay (0.5 to 1.5 before 2.19).
+WIDE_JITTER = (
+    {"DOWNLOAD_DELAY_JITTER": 0.9}
+    if "RANDOMIZE_DOWNLOAD_DELAY" not in NO_RANDOM_DELAY
+    else {"RANDOMIZE_DOWNLOAD_DELAY": True}
+)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [WIDE_JITTER, {"AUTOTHROTTLE_ENABLED": True, "AUTOTHROTTLE_START_DELAY": 1.0}],
+    ids=["jitter", "autothrottle"],
+)
+@deferred_f_from_coro_f
+async def test_crawl_delay_is_a_minimum_gap_under_jitter_and_autothrottle(
+    servers: ServerPool, settings: dict[str, Any]
+) -> None:
+    """Scrapy draws each gap between 1 - jitter and 1 + jitter times the slot's delay, and
+    AutoThrottle lowers the delay after every response (to a few milliseconds against a
+    local server): neither may bring two requests closer than the Crawl-delay."""
+    site = servers.add(rules("User-agent: *\nCrawl-delay: 1\n"))
+    pages = [f"/page/{n}" for n in range(7)]
+
+    result = await run_crawl(site.urls(pages), {"REP9309_CRAWL_DELAY": True, **settings})
+
+    assert len(result.responses) == len(pages)
+    times = sorted(entry.received for entry in site.page_requests)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    # 0.75: room for a request that reached the server late, far above a draw of 0.1.
+    assert min(gaps) >= 0.75, gaps

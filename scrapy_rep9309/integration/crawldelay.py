@@ -1,21 +1,35 @@
-"""Turn an origin's ``Crawl-delay`` into the minimum delay of its download slot."""
+"""Turn an origin's ``Crawl-delay`` into the minimum gap between two requests of its
+download slot.
+
+Scrapy spaces a slot's requests by its ``delay``, drawn at random between (1 - jitter)
+and (1 + jitter) times it (``DOWNLOAD_DELAY_JITTER``, 0.5 by default; before Scrapy 2.19
+``RANDOMIZE_DOWNLOAD_DELAY``: 0.5 to 1.5 times), and AutoThrottle lowers the delay after
+every response. So raising the delay once is not enough: the jitter is narrowed until its
+shortest draw is the Crawl-delay, and the delay is raised again after every response of
+the slot, after AutoThrottle's adjustment.
+"""
 
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.core.downloader import Downloader
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.core.downloader import Slot
+    from scrapy.http import Response
 
+#: The Crawl-delay an allowed request's slot keeps (seconds), for ``response_downloaded``.
+CRAWL_DELAY_META = "_rep9309_crawl_delay"
 #: Whether ``Downloader._get_slot`` requires the spider (Scrapy 2.13); later versions
 #: make it optional and warn when it is given.
 _GET_SLOT_NEEDS_SPIDER = (
     inspect.signature(Downloader._get_slot).parameters["spider"].default is inspect.Parameter.empty
 )
+#: Shortest draw of ``RANDOMIZE_DOWNLOAD_DELAY`` (Scrapy < 2.19), as a share of the delay.
+_RANDOMIZED_SHORTEST = 0.5
 
 
 def _slot_for(downloader: Downloader, request: Request, spider: Spider | None) -> Slot:
@@ -29,18 +43,49 @@ def _slot_for(downloader: Downloader, request: Request, spider: Spider | None) -
     return slot
 
 
+def keep_minimum_gap(slot: Slot, minimum: float) -> None:
+    """Make every gap ``slot`` draws at least ``minimum`` seconds.
+
+    Never lowers the delay (DOWNLOAD_DELAY, DOWNLOAD_SLOTS and AutoThrottle may ask for
+    more); narrows the jitter only as far as the minimum needs."""
+    if slot.delay < minimum:
+        slot.delay = minimum
+    jitter = getattr(slot, "jitter", None)
+    if jitter is None:  # Scrapy < 2.19: randomize_delay, 0.5 to 1.5 times the delay
+        if slot.randomize_delay and slot.delay * _RANDOMIZED_SHORTEST < minimum:
+            slot.randomize_delay = False
+        return
+    if jitter and slot.delay * (1 - jitter) < minimum:
+        slot.jitter = max(0.0, 1 - minimum / slot.delay)
+
+
 def raise_slot_delay(
     downloader: Downloader, request: Request, delay: float, spider: Spider | None = None
 ) -> None:
-    """Make the delay of the slot ``request`` will use at least ``delay`` seconds.
+    """Keep the slot ``request`` will use at least ``delay`` seconds between requests.
 
-    Never lowers it: DOWNLOAD_DELAY, DOWNLOAD_SLOTS and AutoThrottle may ask for more.
-    Called for every allowed request, so a slot recreated after garbage
-    collection (or lowered by AutoThrottle) gets the delay back. A slot that does not
-    exist yet is made here, as the downloader would make it for ``request`` next.
-    """
+    Called for every allowed request, so a slot recreated after garbage collection gets
+    the delay back; ``delay`` is left on the request for ``keep_after_response``. A slot
+    that does not exist yet is made here, as the downloader would make it for ``request``
+    next."""
     if delay <= 0:
         return
-    slot = _slot_for(downloader, request, spider)
-    if slot.delay < delay:
-        slot.delay = delay
+    request.meta[CRAWL_DELAY_META] = delay
+    keep_minimum_gap(_slot_for(downloader, request, spider), delay)
+
+
+class CrawlDelayKeeper:
+    """The ``response_downloaded`` receiver that raises a slot's delay back to its
+    Crawl-delay after AutoThrottle lowered it; connected after AutoThrottle (extensions
+    connect first), so it has the last word before the slot sends its next request."""
+
+    def __init__(self, downloader: Downloader) -> None:
+        self._downloader = downloader
+
+    def response_downloaded(self, response: Response, request: Request, **kwargs: Any) -> None:
+        minimum = request.meta.get(CRAWL_DELAY_META)
+        if minimum is None:
+            return
+        slot = self._downloader.slots.get(self._downloader.get_slot_key(request))
+        if slot is not None:
+            keep_minimum_gap(slot, minimum)

@@ -33,7 +33,7 @@ from twisted.python.failure import Failure
 
 from scrapy_rep9309.integration.accounting import Accounting
 from scrapy_rep9309.integration.crawlagent import crawl_user_agent_source
-from scrapy_rep9309.integration.crawldelay import raise_slot_delay
+from scrapy_rep9309.integration.crawldelay import CrawlDelayKeeper, raise_slot_delay
 from scrapy_rep9309.integration.driver import (
     EXPIRED_META,
     Leftover,
@@ -120,6 +120,7 @@ class RobotsTxtMiddleware:
         self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
         self._codec = RequestCodec(None)
         self._restored: dict[str, OriginRecord] = {}
+        self._crawl_delay_keeper: CrawlDelayKeeper | None = None
         self._closed = False
 
     @classmethod
@@ -147,6 +148,13 @@ class RobotsTxtMiddleware:
                 if isinstance(mw, OffsiteMiddleware)
             ]
             install_last_look(engine.downloader, self._last_look)
+            if self.settings.crawl_delay:
+                # Held here: the signal manager keeps only a weak reference to receivers.
+                self._crawl_delay_keeper = CrawlDelayKeeper(engine.downloader)
+                self.crawler.signals.connect(
+                    self._crawl_delay_keeper.response_downloaded,
+                    signal=signals.response_downloaded,
+                )
         self._codec = RequestCodec(spider)
         await self._patient_store.open(self._codec, self._changed_elsewhere)
         self.driver.start_orphan_sweep()
