@@ -189,22 +189,27 @@ async def fetch_robots_txt(
     url = origin.robots_url
     visited = {url}
     redirects: list[str] = []
-    while True:
-        request = robots_request(
+
+    def hop_request(url: str, **meta: Any) -> Request:
+        return robots_request(
             url,
             settings.max_size,
             proxy=proxy,
             user_agent=user_agent,
-            extra_meta=settings.fetch_meta,
+            extra_meta={**settings.fetch_meta, **meta} if meta else settings.fetch_meta,
             timeout=settings.fetch_timeout,
         )
+
+    while True:
+        request = hop_request(url)
         stats.inc_value("robotstxt/request_count")
         limiter.begin()
         try:
             response = await download(crawler, request)
             why = _replay_to_check(response, settings.cache_ttl, time.time())
             if why is not None:
-                response = await _checked_live(crawler, request, response, why)
+                live = hop_request(url, dont_cache=True)
+                response = await _checked_live(crawler, live, response, why)
         except IgnoreRequest as exc:
             budget = request.meta[SIZE_BUDGET_META]
             if budget.compressed:  # HttpCompressionMiddleware gave up: no body to parse
@@ -259,41 +264,34 @@ def _replay_to_check(response: Response, ttl: float, now: float) -> str | None:
     return None
 
 
-async def _checked_live(
-    crawler: Crawler, replayed: Request, cached: Response, why: str
-) -> Response:
-    """Download ``replayed`` again past the HTTP cache (``dont_cache``); the cached answer
+async def _checked_live(crawler: Crawler, live: Request, cached: Response, why: str) -> Response:
+    """Download ``live`` (the replayed hop again, with ``dont_cache``); the cached answer
     stands if the server cannot answer (RFC 9309 2.4: an older copy may be used while the
     file is unreachable)."""
     stats = crawler.stats
     assert stats is not None
     stats.inc_value(RECHECKED_STAT)
     stats.inc_value("robotstxt/request_count")
-    meta = {
-        **replayed.meta,
-        "dont_cache": True,
-        SIZE_BUDGET_META: _SizeBudget(replayed.meta[SIZE_BUDGET_META].limit),
-    }
     try:
-        live = await download(crawler, replayed.replace(meta=meta))
+        answer = await download(crawler, live)
     except Exception as exc:  # a refusal or a network error: the replay stands
         logger.debug(
             "robots.txt %s: %s could not be checked with the server (%s): it stands",
-            replayed.url,
+            live.url,
             why,
             global_object_name(type(exc)),
         )
         return cached
-    if live.status == 429 or live.status >= 500:
+    if answer.status == 429 or answer.status >= 500:
         logger.debug(
             "robots.txt %s: %s; the server answers HTTP %s: the cached answer stands",
-            replayed.url,
+            live.url,
             why,
-            live.status,
+            answer.status,
         )
         return cached
-    logger.debug("robots.txt %s: %s, downloaded again", replayed.url, why)
-    return live
+    logger.debug("robots.txt %s: %s, downloaded again", live.url, why)
+    return answer
 
 
 def _answered(
