@@ -83,6 +83,16 @@ class Accounting:
                 self._unattached.put(origin, report)
         return report
 
+    def take_back_allowed(self, origin: Origin) -> None:
+        """A request counted allowed is decided again (the last look found a newer copy,
+        or none): its count comes off where it went. Its origin may have been forgotten
+        since (its report folded into the totals) and met again (a new report)."""
+        report = self._reports.get(origin)
+        if report is not None and report.allowed > 0:
+            report.allowed -= 1
+        else:
+            self.folded.allowed -= 1
+
     def forget(self, origin: Origin) -> None:
         """The driver forgot ``origin``: its report goes into the totals."""
         self._unattached.delete(origin)

@@ -401,7 +401,7 @@ class RobotsTxtMiddleware:
             # that lives less than the slot's delay would expire on every trip, so the
             # copy that decided it when it entered the downloader stands.
             return
-        self.accounting.report(origin).allowed -= 1  # counted again, or forbidden
+        self.accounting.take_back_allowed(origin)  # counted again, or forbidden
         self._decide(origin, record, request)
 
     def process_exception(
@@ -411,7 +411,7 @@ class RobotsTxtMiddleware:
         with ``engine.download_async``, to wait for the copy here)."""
         if not isinstance(exception, NoUsableCopy):
             return None
-        self.accounting.report(exception.origin).allowed -= 1
+        self.accounting.take_back_allowed(exception.origin)
         logger.debug(
             "%(request)s waited in its download slot until the robots.txt copy of "
             "%(origin)s was no longer usable: sent back to wait for a fresh one",
