@@ -28,6 +28,9 @@ async def test_requeued_copies_whose_rules_expire_again_do_not_take_a_download_s
     settings = {
         "REP9309_CACHE_TTL": 0.5,
         "CONCURRENT_REQUESTS": 2,
+        # Both places may fetch robots.txt (by default one: half of CONCURRENT_REQUESTS),
+        # so the other origin's needs no wait for the slow one's to end.
+        "REP9309_CONCURRENT_FETCHES": 2,
         "DOWNLOAD_TIMEOUT": 3,
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
     }

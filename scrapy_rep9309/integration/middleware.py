@@ -72,8 +72,12 @@ logger = logging.getLogger(__name__)
 SCHEDULED_META = "rep9309_scheduled"
 #: On a copy re-scheduled because its origin had no usable copy at download time: how many times.
 REQUEUED_META = "rep9309_requeued"
-#: Trips back to be held at most; then the request waits in ``process_request``.
+#: Trips back to be held at most, for each of the two reasons (expired in the scheduler:
+#: then the request waits in ``process_request``; expired in its download slot's queue:
+#: then the copy that let it into the downloader stands).
 MAX_REQUEUES = 3
+#: How many of a request's trips back (REQUEUED_META) the last look sent it on.
+LAST_LOOK_TRIPS_META = "_rep9309_last_look_trips"
 #: On every request this middleware lets through: the ``fetched_at`` of the robots.txt
 #: copy that decided it, so that the last look before sending (``integration/lastlook.py``)
 #: knows whether a newer copy has come since.
@@ -367,7 +371,7 @@ class RobotsTxtMiddleware:
         if record is None and driver.shared:
             record = await driver.peek(origin)
         if record is None:
-            if meta.get(SCHEDULED_META) and _requeues(request) < MAX_REQUEUES:
+            if meta.get(SCHEDULED_META) and _scheduler_trips(request) < MAX_REQUEUES:
                 return self._requeue(request)
             record = await driver.wait(origin, request)
         self._decide(origin, record, request)
@@ -395,7 +399,7 @@ class RobotsTxtMiddleware:
         if record is not None and record.fetched_at == decided_at:
             return
         if record is None:
-            if self._known(origin) and _requeues(request) < MAX_REQUEUES:
+            if self._known(origin) and _last_look_trips(request) < MAX_REQUEUES:
                 raise NoUsableCopy(origin)
             # Evicted meanwhile (nothing newer is known), or sent back enough: a copy
             # that lives less than the slot's delay would expire on every trip, so the
@@ -418,7 +422,7 @@ class RobotsTxtMiddleware:
             {"request": request, "origin": exception.origin},
             extra={"spider": self.crawler.spider},
         )
-        return self._requeue(request)
+        return self._requeue(request, at_last_look=True)
 
     def _robots_copy(
         self, origin: Origin, record: OriginRecord, request: Request
@@ -605,11 +609,17 @@ class RobotsTxtMiddleware:
                 return True
         return False
 
-    def _requeue(self, request: Request) -> Request:
-        """A copy for the engine to schedule again, so that it is held, not waited for here."""
+    def _requeue(self, request: Request, *, at_last_look: bool = False) -> Request:
+        """A copy for the engine to schedule again, so that it is held, not waited for here.
+
+        Trips from the last look are counted apart: each of the two loops (a copy that
+        expires in the scheduler, one that expires in the download slot's queue) has its
+        own bound, so the one's trips never make the other wait inside the downloader."""
         self.stats.inc_value("robotstxt/requeued")
         copy = request.replace(dont_filter=True)
         copy.meta[REQUEUED_META] = _requeues(request) + 1
+        if at_last_look:
+            copy.meta[LAST_LOOK_TRIPS_META] = _last_look_trips(request) + 1
         return copy
 
 
@@ -663,6 +673,14 @@ def _forbidden_for(decision: Decision | None, extra_user_agents: tuple[str, ...]
 
 def _requeues(request: Request) -> int:
     return int(request.meta.get(REQUEUED_META) or 0)
+
+
+def _last_look_trips(request: Request) -> int:
+    return int(request.meta.get(LAST_LOOK_TRIPS_META) or 0)
+
+
+def _scheduler_trips(request: Request) -> int:
+    return _requeues(request) - _last_look_trips(request)
 
 
 def _origin_key(request: Request) -> Origin | None:
