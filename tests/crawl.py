@@ -65,6 +65,9 @@ class Wait:
 
 
 PlanItem = str | Request | Wait
+#: Meta key of a plan request: a function called once its response is recorded (to act on
+#: an event of the crawl, not at a time a slow machine may not keep).
+THEN_META = "test_then"
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,9 @@ class PlanSpider(Spider):
         self.result.responses.append(
             Seen(response.url, response.status, time.monotonic(), response.request)
         )
+        then = response.meta.get(THEN_META)
+        if then is not None:
+            then()
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]

@@ -10,11 +10,13 @@ import asyncio
 import logging
 import os
 import signal
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from redis.connection import Connection, parse_url
+from scrapy import Request
 from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy_redis.connection import get_redis_from_settings
@@ -23,8 +25,9 @@ from twisted.internet import reactor
 from scrapy_rep9309.integration.jobdir import read_state
 from scrapy_rep9309.integration.settings import RedisStoreSettings, SettingsError
 from scrapy_rep9309.storage.redisstore import RedisOriginStore
+from tests._readme import undocumented_stats
 from tests._redis import RedisServer
-from tests.crawl import CrawlResult, Wait, ours_class, run_crawl
+from tests.crawl import THEN_META, CrawlResult, PlanItem, Wait, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, closed_port, rules
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
@@ -221,6 +224,40 @@ async def test_a_crawl_on_the_redis_store(servers: ServerPool, redis_server: Red
     assert not client.exists(f"rep9309:alive:{result.middleware(ours_class()).store.me}")
 
 
+@pytest.mark.parametrize("outcome", ["answered", "expired"])
+@deferred_f_from_coro_f
+async def test_held_requests_redis_cannot_store_end_in_their_process(
+    servers: ServerPool, redis_server: RedisServer, outcome: str
+) -> None:
+    """Requests whose meta cannot be pickled (here a lock) cannot be written to Redis:
+    each is held in its process only, with a WARNING, and ends there like any held
+    request, released when robots.txt answers or expired at REP9309_DEFER_TIMEOUT.
+    Before, the release took only what Redis held and dropped them: never downloaded,
+    never errback'd."""
+    robots = rules(PRIVATE, delay=0.5) if outcome == "answered" else Reply(503, "busy")
+    site = servers.add(robots)
+    plan = [
+        Request(url, meta={"unpicklable": threading.Lock()})
+        for url in site.urls(["/a", "/b", "/private/c"])
+    ]
+    settings = _redis(redis_server, REP9309_DEFER_TIMEOUT=1.5)
+
+    result = await run_crawl(plan, settings)
+
+    if outcome == "answered":
+        assert result.urls == set(site.urls(["/a", "/b"]))
+        assert result.forbidden_urls == {site.url("/private/c")}
+    else:
+        assert result.urls == set()
+        assert result.ignored_urls == set(site.urls(["/a", "/b", "/private/c"]))
+        assert result.stat("robotstxt/deferred/expired") == 3
+    assert result.stat("robotstxt/store/unencodable") >= 1
+    warnings = result.messages(logging.WARNING, "scrapy_rep9309")
+    assert any("cannot be written to the robots.txt store" in line for line in warnings)
+    assert result.messages(logging.ERROR, "scrapy_rep9309") == []
+    assert undocumented_stats(set(result.stats)) == set()
+
+
 @deferred_f_from_coro_f
 async def test_a_crawl_finds_the_redis_of_scrapy_redis_host_and_port_settings(
     servers: ServerPool, redis_server: RedisServer
@@ -338,15 +375,16 @@ async def test_an_unreadable_record_is_ignored_and_fetched_again(
 async def test_requests_held_while_redis_is_down_are_not_left_to_the_fleet_at_close(
     servers: ServerPool, own_redis_server: RedisServer, tmp_path: Any, jobdir: bool
 ) -> None:
-    """Redis goes away at 1 s and the spider closes at 4 s: the requests held meanwhile
-    never reached Redis, so no peer can see them. They end here, like any request still
-    held at close: in their errback with the reason, or saved under JOBDIR."""
+    """Redis goes away once the first page is downloaded, and the spider closes at 6 s:
+    the requests held meanwhile never reached Redis, so no peer can see them. They end
+    here, like any request still held at close: in their errback with the reason, or
+    saved under JOBDIR."""
     known = servers.add(rules(PRIVATE))
     newcomer = servers.add(rules(PRIVATE))
     held = newcomer.urls(["/a", "/b", "/private/c"])
-    plan = [known.url("/1"), Wait(1.5), *held]
-    reactor.callLater(1.0, own_redis_server.stop)  # type: ignore[attr-defined]
-    settings = _redis(own_redis_server, REP9309_DEFER_TIMEOUT=30, CLOSESPIDER_TIMEOUT=4)
+    first = Request(known.url("/1"), meta={THEN_META: own_redis_server.stop})
+    plan = [first, Wait(3.0), *held]
+    settings = _redis(own_redis_server, REP9309_DEFER_TIMEOUT=30, CLOSESPIDER_TIMEOUT=6)
     if jobdir:
         settings["JOBDIR"] = str(tmp_path / "job")
 
@@ -402,12 +440,18 @@ async def test_a_release_the_stalled_store_carries_out_after_the_close_ends_each
 async def test_redis_restarted_during_the_crawl(
     servers: ServerPool, own_redis_server: RedisServer
 ) -> None:
-    """Redis goes away at 1 s and comes back empty at 3.5 s."""
+    """Redis goes away once the first page is downloaded and comes back empty 2.5 s later."""
     known = servers.add(rules(PRIVATE))
     newcomer = servers.add(rules(PRIVATE))
     later = servers.add(rules(PRIVATE))
-    plan = [
-        *known.urls(["/1", "/private/1"]),
+
+    def stop_then_restart() -> None:
+        own_redis_server.stop()
+        reactor.callLater(2.5, own_redis_server.start)  # type: ignore[attr-defined]
+
+    plan: list[PlanItem] = [
+        Request(known.url("/1"), meta={THEN_META: stop_then_restart}),
+        known.url("/private/1"),
         Wait(1.5),  # Redis is down from here
         *known.urls(["/2", "/private/2"]),  # decided from memory
         *newcomer.urls(["/1", "/private/1"]),  # held until Redis is back
@@ -415,12 +459,12 @@ async def test_redis_restarted_during_the_crawl(
         *later.urls(["/1", "/private/1"]),
         *newcomer.urls(["/2"]),
     ]
-    reactor.callLater(1.0, own_redis_server.stop)  # type: ignore[attr-defined]
-    reactor.callLater(3.5, own_redis_server.start)  # type: ignore[attr-defined]
 
     result = await run_crawl(plan, _redis(own_redis_server, REP9309_DEFER_TIMEOUT=20))
 
-    urls = [url for url in plan if isinstance(url, str)]
+    urls = [
+        item if isinstance(item, str) else item.url for item in plan if not isinstance(item, Wait)
+    ]
     assert sorted(_decided(result)) == sorted(urls), "nothing lost, nothing twice"
     for site in (known, newcomer, later):
         assert not any(path.startswith("/private") for path in site.crawled_paths())

@@ -46,7 +46,7 @@ from scrapy_rep9309.policy.machine import (
 from scrapy_rep9309.policy.origin import Origin
 from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE, OriginRecord
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
-from scrapy_rep9309.storage.base import HeldRequest
+from scrapy_rep9309.storage.base import HeldRequest, UnencodableRequest
 from scrapy_rep9309.storage.lru import LRUCache
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ CLOSE_ANSWER_TIMEOUT = 5.0
 RELEASED_FOR_PEERS_STAT = "robotstxt/fleet/released_for_peers"
 ADOPTED_STAT = "robotstxt/fleet/adopted"
 LEFT_STAT = "robotstxt/fleet/left"
+UNENCODABLE_STAT = "robotstxt/store/unencodable"
 #: Origins whose parsed rules stay in memory (at most REP9309_CACHE_SIZE): a crawl
 #: decides the requests of this many origins at a time without parsing again.
 PARSED_RULES_KEPT = 1000
@@ -378,6 +379,7 @@ class OriginDriver:
         first may have taken ours). This process, having the answer, takes every request
         held for the origin, other processes' too, and sends on what the store gave it."""
         taken = await self.store.take_held(str(origin))
+        taken += self._take_unstored(action.held)
         for entry in action.held:  # ours that a peer took are the peer's now
             self._held.pop(entry.token, None)
             self._stored.discard(entry.token)
@@ -394,10 +396,24 @@ class OriginDriver:
     async def _expire_shared(self, origin: Origin, action: Action) -> None:
         """Fleet: only what the store still holds expires (a peer may have released it)."""
         taken = await self.store.take_held(str(origin), list(action.tokens))
+        taken += self._take_unstored(action.held)
         for entry in action.held:
             self._held.pop(entry.token, None)
             self._stored.discard(entry.token)
         self._send_expired(origin, taken)
+
+    def _take_unstored(self, held: tuple[Held, ...]) -> list[HeldRequest]:
+        """Fleet: ours among ``held`` that the store never had (it could not write them,
+        ``UnencodableRequest``): no peer can have taken them, so they go on from memory.
+        Called after the store calls queued before, so every write has answered."""
+        taken = []
+        for entry in held:
+            if entry.token in self._stored:
+                continue
+            item = self._held.pop(entry.token, None)
+            if item is not None:
+                taken.append(item[1])
+        return taken
 
     async def _answered_meanwhile(self, origin: Origin, machine: OriginMachine) -> bool:
         """Fleet: whether another process stored the answer between our load and our
@@ -1073,7 +1089,19 @@ class OriginDriver:
         await maybe_deferred_to_future(gatherResults(writes, consumeErrors=True))
 
     async def _store_hold(self, origin: Origin, held: HeldRequest) -> None:
-        await self.store.hold(str(origin), held)
+        try:
+            await self.store.hold(str(origin), held)
+        except UnencodableRequest as exc:
+            # Kept in this process only (not ``_stored``): released, expired or closed
+            # from memory; no other process can take it over.
+            self.stats.inc_value(UNENCODABLE_STAT)
+            logger.warning(
+                "%(request)s cannot be written to the robots.txt store (%(error)s): it is "
+                "held in this process only, and no other process can take it over",
+                {"request": held.request, "error": exc},
+                extra={"spider": self.crawler.spider},
+            )
+            return
         if held.token in self._held:
             self._stored.add(held.token)
 

@@ -40,6 +40,12 @@ class StoreUnavailable(ConnectionError):
     """The store cannot be reached now (the call may succeed if tried again later)."""
 
 
+class UnencodableRequest(ValueError):
+    """``hold`` cannot write this request: its codec cannot serialise it (a callback that
+    is not a spider method, a meta value that cannot be pickled). The caller keeps it
+    in its own memory; trying again cannot help."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
     """A record as the store has it, with the version a compare-and-set checks."""
@@ -104,7 +110,9 @@ class OriginStore(Protocol):
         """Give the lease back (only if ``owner`` still has it)."""
 
     async def hold(self, key: str, held: HeldRequest) -> None:
-        """Keep ``held`` until it is taken; requests of a key keep their order."""
+        """Keep ``held`` until it is taken; requests of a key keep their order. Raises
+        ``UnencodableRequest`` (keeping nothing) if a store that serialises requests
+        cannot serialise this one."""
 
     async def take_held(
         self, key: str, tokens: Sequence[Hashable] | None = None

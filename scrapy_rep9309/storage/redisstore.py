@@ -66,6 +66,7 @@ from scrapy_rep9309.storage.base import (
     RequestCodec,
     StoredRecord,
     StoreUnavailable,
+    UnencodableRequest,
 )
 
 logger = logging.getLogger(__name__)
@@ -772,8 +773,12 @@ class RedisOriginStore:
         in one round trip, so that the loads and leases that decide them do not queue
         up behind one write each."""
         assert self._codec is not None
+        try:
+            encoded = self._codec.encode(held.request)
+        except Exception as exc:
+            raise UnencodableRequest(f"{type(exc).__name__}: {exc}") from exc
         entry = self._entry_id(held.token)
-        value = b"%.3f %s" % (held.deadline, self._codec.encode(held.request))
+        value = b"%.3f %s" % (held.deadline, encoded)
         self._mine.setdefault(key, {})[entry] = (held.token, value)
         self._live[entry] = held.request
         self._inflight.add((key, entry))
