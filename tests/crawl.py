@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,9 +65,11 @@ class Wait:
 
 
 PlanItem = str | Request | Wait
-#: Meta key of a plan request: a function called once its response is recorded (to act on
-#: an event of the crawl, not at a time a slow machine may not keep).
+#: Meta key of a plan request: the name, in THEN_ACTIONS, of a function called once its
+#: response is recorded (to act on an event of the crawl, not at a time a slow machine
+#: may not keep). A name, so that the request can still be serialised (Redis, JOBDIR).
 THEN_META = "test_then"
+THEN_ACTIONS: dict[str, Callable[[], object]] = {}
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ class PlanSpider(Spider):
         )
         then = response.meta.get(THEN_META)
         if then is not None:
-            then()
+            THEN_ACTIONS.pop(then)()
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]

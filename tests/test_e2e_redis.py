@@ -27,7 +27,7 @@ from scrapy_rep9309.integration.settings import RedisStoreSettings, SettingsErro
 from scrapy_rep9309.storage.redisstore import RedisOriginStore
 from tests._readme import undocumented_stats
 from tests._redis import RedisServer
-from tests.crawl import THEN_META, CrawlResult, PlanItem, Wait, ours_class, run_crawl
+from tests.crawl import THEN_ACTIONS, THEN_META, CrawlResult, PlanItem, Wait, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, closed_port, rules
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
@@ -382,7 +382,8 @@ async def test_requests_held_while_redis_is_down_are_not_left_to_the_fleet_at_cl
     known = servers.add(rules(PRIVATE))
     newcomer = servers.add(rules(PRIVATE))
     held = newcomer.urls(["/a", "/b", "/private/c"])
-    first = Request(known.url("/1"), meta={THEN_META: own_redis_server.stop})
+    THEN_ACTIONS["stop-redis"] = own_redis_server.stop
+    first = Request(known.url("/1"), meta={THEN_META: "stop-redis"})
     plan = [first, Wait(3.0), *held]
     settings = _redis(own_redis_server, REP9309_DEFER_TIMEOUT=30, CLOSESPIDER_TIMEOUT=6)
     if jobdir:
@@ -449,8 +450,10 @@ async def test_redis_restarted_during_the_crawl(
         own_redis_server.stop()
         reactor.callLater(2.5, own_redis_server.start)  # type: ignore[attr-defined]
 
+    THEN_ACTIONS["stop-then-restart-redis"] = stop_then_restart
+
     plan: list[PlanItem] = [
-        Request(known.url("/1"), meta={THEN_META: stop_then_restart}),
+        Request(known.url("/1"), meta={THEN_META: "stop-then-restart-redis"}),
         known.url("/private/1"),
         Wait(1.5),  # Redis is down from here
         *known.urls(["/2", "/private/2"]),  # decided from memory
