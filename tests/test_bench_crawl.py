@@ -69,7 +69,7 @@ def test_every_contender_goes_first_in_turn() -> None:
     assert "fetchonly" in contenders
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(170)
 def test_a_tiny_run_prints_every_contender_and_the_bound() -> None:
     args = "--origins 3 --pages 2 --rounds 1 --slow-delay 0.5 --slow-requests 2 --concurrency 4"
     args = args.split()
@@ -79,7 +79,7 @@ def test_a_tiny_run_prints_every_contender_and_the_bound() -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=80,
+        timeout=150,
     ).stdout
 
     for scenario in ("broad", "head-of-line"):

@@ -29,17 +29,18 @@ async def test_deferred_is_released_plus_expired_plus_closed_per_origin(
     answering = servers.add(rules("User-agent: *\nDisallow: /private\n"))
     failing = servers.add(Reply(503, "busy"))
     # Answers while the engine closes (it waits for the robots.txt download).
-    late = servers.add(rules("User-agent: *\n", delay=1.3))
+    late = servers.add(rules("User-agent: *\n", delay=2.3))
     silent = servers.add(hang())
     paths = ["/page/1", "/private/1"]
-    plan = [*answering.urls(paths), *failing.urls(paths), Wait(0.6)]
-    # Their wait would end at 1.5 s: after closing began at 1 s.
+    # The failing origin's requests expire at 1.3 s, well before closing begins at 2 s.
+    plan = [*answering.urls(paths), *failing.urls(paths), Wait(1.0)]
+    # Their wait would end at 2.3 s: after closing began.
     plan += [*late.urls(paths), *silent.urls(paths)]
     settings = {
-        "CLOSESPIDER_TIMEOUT": 1,
-        "REP9309_DEFER_TIMEOUT": 0.9,
+        "CLOSESPIDER_TIMEOUT": 2,
+        "REP9309_DEFER_TIMEOUT": 1.3,
         "REP9309_RETRY_DELAY": 0.3,
-        "DOWNLOAD_TIMEOUT": 2,
+        "DOWNLOAD_TIMEOUT": 4,
     }
 
     result = await run_crawl(plan, settings)

@@ -17,8 +17,8 @@ from tests._readme import undocumented_stats
 from tests.crawl import BUILTIN_ENABLED, OURS_ENABLED, CrawlResult, PlanSpider, Wait, run_crawl
 from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, rules
 
-SLOW_ROBOTS_DELAY = 3.0
-HEAD_OF_LINE_SETTINGS = {"CONCURRENT_REQUESTS": 4, "DOWNLOAD_TIMEOUT": 6}
+SLOW_ROBOTS_DELAY = 5.0
+HEAD_OF_LINE_SETTINGS = {"CONCURRENT_REQUESTS": 4, "DOWNLOAD_TIMEOUT": 8}
 
 
 async def _crawl_behind_a_slow_origin(

@@ -161,15 +161,17 @@ async def test_one_lease_among_concurrent_acquirers(fleet: _Fleet) -> None:
 @deferred_f_from_coro_f
 async def test_a_lease_expires_when_its_owner_stops_renewing(fleet: _Fleet) -> None:
     one, two = await fleet.open(), await fleet.open()
-    assert await one.acquire_lease(KEY, "one", 0.3)
+    # A 3 s lease renewed at 1 s (so it ends at 4 s): at 3.5 s it is held only because it
+    # was renewed, at 4.5 s it is gone. Half a second either side for a loaded machine.
+    assert await one.acquire_lease(KEY, "one", 3)
     assert not await two.acquire_lease(KEY, "two", 10)
-    await asyncio.sleep(0.2)
-    assert await one.renew_lease(KEY, "one", 0.3)
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(1)
+    assert await one.renew_lease(KEY, "one", 3)
+    await asyncio.sleep(2.5)
     assert not await two.acquire_lease(KEY, "two", 10), "renewed: still held"
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(1)
     assert await two.acquire_lease(KEY, "two", 10), "expired: free"
-    assert not await one.renew_lease(KEY, "one", 0.3), "lost"
+    assert not await one.renew_lease(KEY, "one", 3), "lost"
 
 
 @deferred_f_from_coro_f
