@@ -91,7 +91,7 @@ def test_every_meta_key_read_or_set_is_documented() -> None:
     used = set().union(
         *(
             meta_keys_used(PACKAGE / "integration" / name)
-            for name in ("middleware.py", "driver.py", "fetch.py")
+            for name in ("middleware.py", "driver.py", "fetch.py", "crawldelay.py")
         )
     )
     assert {"dont_obey_robotstxt", "proxy", "rep9309_scheduled", "rep9309_expired"} <= used
