@@ -43,6 +43,9 @@ async def test_a_cached_server_error_is_checked_with_the_server(
     assert first.forbidden_urls == {site.url("/private/1")}
     assert first.stat(RECHECKED) == 1
     assert len(site.robots_fetches) == 2
+    # Three requests (the first, the replayed retry, the live check), three responses.
+    assert first.stat("robotstxt/request_count") == first.stat("robotstxt/response_count") == 3
+    assert first.stat("robotstxt/response_status_count/503") == 2
 
     # A later crawl on the same cache: the replayed 503 is checked at once, no backoff.
     later = await run_crawl([*pages, site.url("/c")], {**settings, "REP9309_DEFER_TIMEOUT": 20})
@@ -89,3 +92,5 @@ async def test_an_old_cached_copy_stands_when_the_server_cannot_answer(
     assert result.stat(RECHECKED) == 1
     assert result.stat("robotstxt/unreachable") == 0
     assert len(site.robots_fetches) == 2
+    assert result.stat("robotstxt/response_count") == 2  # the replay and the live 503
+    assert result.stat("robotstxt/response_status_count/503") == 1

@@ -302,3 +302,18 @@ def test_extra_user_agents_as_a_list_or_command_line_text(
 def test_invalid_extra_user_agents_names_the_setting(value: Any) -> None:
     with pytest.raises(SettingsError, match="REP9309_EXTRA_USER_AGENTS"):
         _read(REP9309_EXTRA_USER_AGENTS=value)
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "fetches"),
+    [(16, 8), ("16", 8), (3, 1), (1, 1), (0, 32)],
+)
+def test_concurrent_fetches_default_to_half_the_downloader(concurrency: Any, fetches: int) -> None:
+    """CONCURRENT_REQUESTS = 0 is a downloader without limit (Scrapy accepts it): the
+    robots.txt downloads then keep the bound they had before the default followed it."""
+    assert _read(CONCURRENT_REQUESTS=concurrency).concurrent_fetches == fetches
+
+
+def test_an_explicit_concurrent_fetches_does_not_read_concurrent_requests() -> None:
+    settings = _read(CONCURRENT_REQUESTS=0, REP9309_CONCURRENT_FETCHES=4)
+    assert settings.concurrent_fetches == 4

@@ -267,7 +267,8 @@ def _replay_to_check(response: Response, ttl: float, now: float) -> str | None:
 async def _checked_live(crawler: Crawler, live: Request, cached: Response, why: str) -> Response:
     """Download ``live`` (the replayed hop again, with ``dont_cache``); the cached answer
     stands if the server cannot answer (RFC 9309 2.4: an older copy may be used while the
-    file is unreachable)."""
+    file is unreachable). Counts the answer it does not return, as the caller counts the
+    one it does."""
     stats = crawler.stats
     assert stats is not None
     stats.inc_value(RECHECKED_STAT)
@@ -275,6 +276,8 @@ async def _checked_live(crawler: Crawler, live: Request, cached: Response, why: 
     try:
         answer = await download(crawler, live)
     except Exception as exc:  # a refusal or a network error: the replay stands
+        if not isinstance(exc, IgnoreRequest):
+            stats.inc_value(f"robotstxt/exception_count/{global_object_name(type(exc))}")
         logger.debug(
             "robots.txt %s: %s could not be checked with the server (%s): it stands",
             live.url,
@@ -282,7 +285,10 @@ async def _checked_live(crawler: Crawler, live: Request, cached: Response, why: 
             global_object_name(type(exc)),
         )
         return cached
-    if answer.status == 429 or answer.status >= 500:
+    discarded = answer if answer.status == 429 or answer.status >= 500 else cached
+    stats.inc_value("robotstxt/response_count")
+    stats.inc_value(f"robotstxt/response_status_count/{discarded.status}")
+    if discarded is answer:
         logger.debug(
             "robots.txt %s: %s; the server answers HTTP %s: the cached answer stands",
             live.url,

@@ -290,13 +290,23 @@ def check_builtin_disabled(settings: BaseSettings) -> None:
             )
 
 
+#: REP9309_CONCURRENT_FETCHES when the downloader has no limit (CONCURRENT_REQUESTS = 0).
+UNBOUNDED_DOWNLOADER_FETCHES = 32
+
+
 def _half_the_downloader(settings: BaseSettings) -> int:
     """The default REP9309_CONCURRENT_FETCHES: half of CONCURRENT_REQUESTS, at least one.
 
     robots.txt downloads take places in the downloader like pages do. Were they allowed
     all of them, robots.txt files that never answer would fill it, and every other origin
-    would wait for their DOWNLOAD_TIMEOUT."""
-    concurrency = _read(settings, "CONCURRENT_REQUESTS", _positive_int, 16)
+    would wait for their DOWNLOAD_TIMEOUT. CONCURRENT_REQUESTS is Scrapy's setting, left
+    for Scrapy to check; 0 means a downloader without limit, which nothing can fill."""
+    try:
+        concurrency = settings.getint("CONCURRENT_REQUESTS")
+    except (TypeError, ValueError):
+        return UNBOUNDED_DOWNLOADER_FETCHES
+    if concurrency <= 0:
+        return UNBOUNDED_DOWNLOADER_FETCHES
     return max(1, concurrency // 2)
 
 
