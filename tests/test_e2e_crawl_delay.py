@@ -9,7 +9,7 @@ import pytest
 from scrapy import Request
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from tests.crawl import NO_RANDOM_DELAY, run_crawl
+from tests.crawl import NO_RANDOM_DELAY, Wait, run_crawl
 from tests.servers import ServerPool, rules
 
 PAGES = [f"/page/{n}" for n in range(4)]
@@ -88,3 +88,29 @@ async def test_crawl_delay_is_a_minimum_gap_under_jitter_and_autothrottle(
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     # 0.75: room for a request that reached the server late, far above a draw of 0.1.
     assert min(gaps) >= 0.75, gaps
+
+
+@deferred_f_from_coro_f
+async def test_crawl_delay_holds_in_a_slot_shared_with_another_origin(servers: ServerPool) -> None:
+    """Two origins on one host (two ports) share Scrapy's download slot: A states
+    Crawl-delay 1.5, B none and answers slowly. AutoThrottle lowers the slot's delay on
+    B's responses too; the slot keeps A's Crawl-delay all the same."""
+    a = servers.add(rules("User-agent: *\nCrawl-delay: 1.5\n"))
+    b = servers.add(host=a.host, page_delay=1.6)
+    plan: list[Any] = [a.url("/a/first"), b.url("/b/first"), Wait(4)]
+    for n in range(3):
+        plan += [b.url(f"/b/{n}"), *a.urls([f"/a/{n}-0", f"/a/{n}-1"])]
+    settings = {
+        "REP9309_CRAWL_DELAY": True,
+        "AUTOTHROTTLE_ENABLED": True,
+        "AUTOTHROTTLE_START_DELAY": 0.5,
+        "AUTOTHROTTLE_TARGET_CONCURRENCY": 8,
+        "DOWNLOAD_TIMEOUT": 10,
+    }
+
+    result = await run_crawl(plan, settings)
+
+    assert len(result.responses) == 11
+    times = sorted(entry.received for entry in a.page_requests)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert min(gaps) >= 1.2, gaps

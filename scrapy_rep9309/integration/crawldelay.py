@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.core.downloader import Downloader
 
+from scrapy_rep9309.storage.lru import LRUCache
+
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.core.downloader import Slot
     from scrapy.http import Response
 
-#: The Crawl-delay an allowed request's slot keeps (seconds), for ``response_downloaded``.
-CRAWL_DELAY_META = "_rep9309_crawl_delay"
 #: Whether ``Downloader._get_slot`` requires the spider (Scrapy 2.13); later versions
 #: make it optional and warn when it is given.
 _GET_SLOT_NEEDS_SPIDER = (
@@ -33,8 +33,7 @@ _RANDOMIZED_SHORTEST = 0.5
 
 
 def _slot_for(downloader: Downloader, request: Request, spider: Spider | None) -> Slot:
-    key = downloader.get_slot_key(request)
-    slot = downloader.slots.get(key)
+    slot = downloader.slots.get(downloader.get_slot_key(request))
     if slot is None:  # not made yet (a download_slot of its own), or collected after idling
         if _GET_SLOT_NEEDS_SPIDER:
             _, slot = downloader._get_slot(request, spider)
@@ -59,33 +58,39 @@ def keep_minimum_gap(slot: Slot, minimum: float) -> None:
         slot.jitter = max(0.0, 1 - minimum / slot.delay)
 
 
-def raise_slot_delay(
-    downloader: Downloader, request: Request, delay: float, spider: Spider | None = None
-) -> None:
-    """Keep the slot ``request`` will use at least ``delay`` seconds between requests.
-
-    Called for every allowed request, so a slot recreated after garbage collection gets
-    the delay back; ``delay`` is left on the request for ``keep_after_response``. A slot
-    that does not exist yet is made here, as the downloader would make it for ``request``
-    next."""
-    if delay <= 0:
-        return
-    request.meta[CRAWL_DELAY_META] = delay
-    keep_minimum_gap(_slot_for(downloader, request, spider), delay)
-
-
 class CrawlDelayKeeper:
-    """The ``response_downloaded`` receiver that raises a slot's delay back to its
-    Crawl-delay after AutoThrottle lowered it; connected after AutoThrottle (extensions
-    connect first), so it has the last word before the slot sends its next request."""
+    """Keeps each download slot's requests at least their origins' Crawl-delay apart.
 
-    def __init__(self, downloader: Downloader) -> None:
+    ``raise_for`` is called for every allowed request, so a slot recreated after garbage
+    collection gets the delay back; it remembers the largest Crawl-delay met per slot (two
+    origins may share one: the same host on two ports, one IP with
+    CONCURRENT_REQUESTS_PER_IP, a ``download_slot``). ``response_downloaded`` raises the
+    slot's delay back after every response of the slot, whichever request it answers:
+    connected after AutoThrottle (extensions connect first), it has the last word before
+    the slot sends its next request."""
+
+    def __init__(self, downloader: Downloader, slots_kept: int) -> None:
         self._downloader = downloader
+        #: Slot key -> the largest Crawl-delay of the requests it sent (bounded like the
+        #: robots.txt cache; a slot dropped here gets its delay back at its next request).
+        self._minimums: LRUCache[str, float] = LRUCache(slots_kept)
+
+    def raise_for(self, request: Request, delay: float, spider: Spider | None = None) -> None:
+        """Keep the slot ``request`` will use at least ``delay`` seconds between requests.
+        A slot that does not exist yet is made here, as the downloader would make it for
+        ``request`` next."""
+        if delay <= 0:
+            return
+        key = self._downloader.get_slot_key(request)
+        minimum = max(delay, self._minimums.get(key) or 0.0)
+        self._minimums.put(key, minimum)
+        keep_minimum_gap(_slot_for(self._downloader, request, spider), minimum)
 
     def response_downloaded(self, response: Response, request: Request, **kwargs: Any) -> None:
-        minimum = request.meta.get(CRAWL_DELAY_META)
+        key = self._downloader.get_slot_key(request)
+        minimum = self._minimums.get(key)
         if minimum is None:
             return
-        slot = self._downloader.slots.get(self._downloader.get_slot_key(request))
+        slot = self._downloader.slots.get(key)
         if slot is not None:
             keep_minimum_gap(slot, minimum)

@@ -33,7 +33,7 @@ from twisted.python.failure import Failure
 
 from scrapy_rep9309.integration.accounting import Accounting
 from scrapy_rep9309.integration.crawlagent import crawl_user_agent_source
-from scrapy_rep9309.integration.crawldelay import CrawlDelayKeeper, raise_slot_delay
+from scrapy_rep9309.integration.crawldelay import CrawlDelayKeeper
 from scrapy_rep9309.integration.driver import (
     EXPIRED_META,
     Leftover,
@@ -154,7 +154,9 @@ class RobotsTxtMiddleware:
             install_last_look(engine.downloader, self._last_look)
             if self.settings.crawl_delay:
                 # Held here: the signal manager keeps only a weak reference to receivers.
-                self._crawl_delay_keeper = CrawlDelayKeeper(engine.downloader)
+                self._crawl_delay_keeper = CrawlDelayKeeper(
+                    engine.downloader, self.settings.cache_size
+                )
                 self.crawler.signals.connect(
                     self._crawl_delay_keeper.response_downloaded,
                     signal=signals.response_downloaded,
@@ -543,15 +545,12 @@ class RobotsTxtMiddleware:
         meta = request.meta
         meta[DECIDED_META] = record.fetched_at
         meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
-        if self.settings.crawl_delay and rules is not None:
+        keeper = self._crawl_delay_keeper
+        if keeper is not None and rules is not None:
             delay = rules.crawl_delay(user_agent)
-            engine = self.crawler.engine
-            if delay and engine is not None:
-                raise_slot_delay(
-                    engine.downloader,
-                    request,
-                    min(delay, self.settings.crawl_delay_max),
-                    self.crawler.spider,
+            if delay:
+                keeper.raise_for(
+                    request, min(delay, self.settings.crawl_delay_max), self.crawler.spider
                 )
 
     def _refuse(
