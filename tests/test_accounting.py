@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from scrapy_rep9309.integration.accounting import Accounting
 from scrapy_rep9309.policy.origin import Origin
+from tests._stats import CountingStats
 
 ORIGIN = Origin.from_url("https://example.com/")
 
 
-class Stats:
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-
-    def inc_value(self, key: str, count: int = 1) -> None:
-        self.values[key] = self.values.get(key, 0) + count
-
-
 def test_an_allowed_count_taken_back_comes_off_its_origins_report() -> None:
-    accounting = Accounting(Stats(), 10, known=lambda origin: True)  # type: ignore[arg-type]
+    accounting = Accounting(CountingStats(), 10, known=lambda origin: True)  # type: ignore[arg-type]
     accounting.report(ORIGIN).allowed += 1
 
     accounting.take_back_allowed(ORIGIN)
@@ -31,7 +22,7 @@ def test_an_allowed_count_taken_back_comes_off_its_origins_report() -> None:
 def test_an_allowed_count_of_a_forgotten_origin_comes_off_the_totals() -> None:
     """Decided, then its origin forgotten (evicted) and met again, then decided again at
     the last look: no report may count -1 allowed requests."""
-    accounting = Accounting(Stats(), 10, known=lambda origin: True)  # type: ignore[arg-type]
+    accounting = Accounting(CountingStats(), 10, known=lambda origin: True)  # type: ignore[arg-type]
     accounting.report(ORIGIN).allowed += 1
     accounting.forget(ORIGIN)
     accounting.count(ORIGIN, "forbidden")  # met again: a new report

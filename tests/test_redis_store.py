@@ -31,6 +31,7 @@ from scrapy_rep9309.storage.redisstore import (
     redact,
 )
 from tests._redis import RedisServer
+from tests._stats import CountingStats
 
 KEY = "http://a.com"
 
@@ -51,14 +52,6 @@ class _Codec:
 
     def decode(self, data: bytes) -> Any:
         return data.decode()
-
-
-class _Stats:
-    def __init__(self) -> None:
-        self.values: dict[str, int] = {}
-
-    def inc_value(self, key: str, count: int = 1) -> None:
-        self.values[key] = self.values.get(key, 0) + count
 
 
 _NOW = time.time()
@@ -247,7 +240,7 @@ async def test_scripts_are_loaded_again_when_redis_forgot_them(fleet: _Fleet) ->
 async def test_an_unreadable_record_is_ignored_with_a_warning_and_refetched(
     fleet: _Fleet, caplog: pytest.LogCaptureFixture, data: bytes, problem: str
 ) -> None:
-    stats = _Stats()
+    stats = CountingStats()
     store = await fleet.open(stats=stats)
     fleet.server.client().hset("rep9309:record:http://a.com", mapping={"v": 5, "d": data})
     with caplog.at_level(logging.WARNING):
@@ -322,7 +315,7 @@ async def test_a_held_request_that_cannot_be_read_back_is_dropped_with_a_warning
     [held_key] = client.keys("rep9309:held:*")
     entry = next(name for name, value in client.hgetall(held_key).items() if b"one-2" in value)
     client.hset(held_key, entry, b"7 101.0 \xff\xfe not a request")
-    stats = _Stats()
+    stats = CountingStats()
     other = await fleet.open(stats=stats)
 
     with caplog.at_level(logging.WARNING):

@@ -15,6 +15,7 @@ from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
 from scrapy_rep9309.storage.base import HeldRequest, OriginStore
 from scrapy_rep9309.storage.lru import LRUCache
 from scrapy_rep9309.storage.memory import MemoryStore
+from tests._stats import CountingStats
 
 
 def run(coroutine: Any) -> Any:
@@ -30,14 +31,6 @@ def run(coroutine: Any) -> Any:
 def _record(body: bytes = b"User-agent: *\nDisallow: /x\n", **changes: Any) -> OriginRecord:
     fields: dict[str, Any] = {"fetched_at": 1000.0, "expires_at": 2000.0, **changes}
     return OriginRecord(AVAILABLE, 200, body, **fields)
-
-
-class _Stats:
-    def __init__(self) -> None:
-        self.values: dict[str, int] = {}
-
-    def inc_value(self, key: str, count: int = 1) -> None:
-        self.values[key] = self.values.get(key, 0) + count
 
 
 def test_memory_store_implements_the_interface() -> None:
@@ -90,7 +83,7 @@ def test_held_requests_keep_their_order_and_are_taken_once() -> None:
 
 
 def test_least_recently_used_record_is_evicted_and_counted() -> None:
-    stats = _Stats()
+    stats = CountingStats()
     store = MemoryStore(2, stats)
     for key in ("http://a.com", "http://b.com"):
         run(store.save(key, _record(), None))

@@ -32,8 +32,9 @@ _GET_SLOT_NEEDS_SPIDER = (
 _RANDOMIZED_SHORTEST = 0.5
 
 
-def _slot_for(downloader: Downloader, request: Request, spider: Spider | None) -> Slot:
-    slot = downloader.slots.get(downloader.get_slot_key(request))
+def _slot_for(downloader: Downloader, key: str, request: Request, spider: Spider | None) -> Slot:
+    """The slot ``request`` will use (``key`` is its slot key)."""
+    slot = downloader.slots.get(key)
     if slot is None:  # not made yet (a download_slot of its own), or collected after idling
         if _GET_SLOT_NEEDS_SPIDER:
             _, slot = downloader._get_slot(request, spider)
@@ -84,7 +85,7 @@ class CrawlDelayKeeper:
         key = self._downloader.get_slot_key(request)
         minimum = max(delay, self._minimums.get(key) or 0.0)
         self._minimums.put(key, minimum)
-        keep_minimum_gap(_slot_for(self._downloader, request, spider), minimum)
+        keep_minimum_gap(_slot_for(self._downloader, key, request, spider), minimum)
 
     def response_downloaded(self, response: Response, request: Request, **kwargs: Any) -> None:
         key = self._downloader.get_slot_key(request)

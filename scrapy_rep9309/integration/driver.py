@@ -379,7 +379,7 @@ class OriginDriver:
         first may have taken ours). This process, having the answer, takes every request
         held for the origin, other processes' too, and sends on what the store gave it."""
         taken = await self.store.take_held(str(origin))
-        taken += self._take_unstored(action.held)
+        taken += self._take_unstored(origin, action.held)
         for entry in action.held:  # ours that a peer took are the peer's now
             self._held.pop(entry.token, None)
             self._stored.discard(entry.token)
@@ -396,24 +396,18 @@ class OriginDriver:
     async def _expire_shared(self, origin: Origin, action: Action) -> None:
         """Fleet: only what the store still holds expires (a peer may have released it)."""
         taken = await self.store.take_held(str(origin), list(action.tokens))
-        taken += self._take_unstored(action.held)
+        taken += self._take_unstored(origin, action.held)
         for entry in action.held:
             self._held.pop(entry.token, None)
             self._stored.discard(entry.token)
         self._send_expired(origin, taken)
 
-    def _take_unstored(self, held: tuple[Held, ...]) -> list[HeldRequest]:
+    def _take_unstored(self, origin: Origin, held: tuple[Held, ...]) -> list[HeldRequest]:
         """Fleet: ours among ``held`` that the store never had (it could not write them,
         ``UnencodableRequest``): no peer can have taken them, so they go on from memory.
         Called after the store calls queued before, so every write has answered."""
-        taken = []
-        for entry in held:
-            if entry.token in self._stored:
-                continue
-            item = self._held.pop(entry.token, None)
-            if item is not None:
-                taken.append(item[1])
-        return taken
+        unstored = tuple(entry for entry in held if entry.token not in self._stored)
+        return self._take(origin, unstored, forget_in_store=False)
 
     async def _answered_meanwhile(self, origin: Origin, machine: OriginMachine) -> bool:
         """Fleet: whether another process stored the answer between our load and our

@@ -243,6 +243,12 @@ async def fetch_robots_txt(
         url = target
 
 
+def _server_failed(status: int) -> bool:
+    """A 5xx or 429: the server answered that it cannot answer now (unreachable, as
+    ``outcome_of_status`` reads them), which says nothing of what it will answer later."""
+    return status == 429 or status >= 500
+
+
 def _replay_to_check(response: Response, ttl: float, now: float) -> str | None:
     """Why a robots.txt answer replayed by HttpCacheMiddleware (flagged ``cached``) must
     be checked with the server, or None to take it as it is.
@@ -253,7 +259,7 @@ def _replay_to_check(response: Response, ttl: float, now: float) -> str | None:
     REP9309_CACHE_TTL by its ``Date`` header must not decide (RFC 9309 2.4)."""
     if "cached" not in response.flags:
         return None
-    if response.status == 429 or response.status >= 500:
+    if _server_failed(response.status):
         return f"a cached HTTP {response.status}"
     # Loaded with the cache's policies and storages already: nothing to import otherwise.
     from scrapy.extensions.httpcache import rfc1123_to_epoch
@@ -285,7 +291,7 @@ async def _checked_live(crawler: Crawler, live: Request, cached: Response, why: 
             global_object_name(type(exc)),
         )
         return cached
-    discarded = answer if answer.status == 429 or answer.status >= 500 else cached
+    discarded = answer if _server_failed(answer.status) else cached
     stats.inc_value("robotstxt/response_count")
     stats.inc_value(f"robotstxt/response_status_count/{discarded.status}")
     if discarded is answer:

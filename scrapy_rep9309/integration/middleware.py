@@ -389,7 +389,8 @@ class RobotsTxtMiddleware:
         of a look-up. A newer copy decides it again (IgnoreRequest if it forbids it). No
         usable copy (it expired meanwhile, a refresh is under way) raises
         ``NoUsableCopy``: ``process_exception`` sends the request back to be held, at
-        most ``MAX_REQUEUES`` times in all. An origin evicted from memory meanwhile
+        most ``MAX_REQUEUES`` times from here (trips back from the scheduler are counted
+        apart). An origin evicted from memory meanwhile
         knows nothing newer: the decision stands."""
         decided_at = request.meta.get(DECIDED_META)
         if decided_at is None:  # not decided here: skipped, robots.txt, no valid origin
