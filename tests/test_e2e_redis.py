@@ -409,15 +409,42 @@ async def test_requests_held_while_redis_is_down_are_not_left_to_the_fleet_at_cl
 
 
 @deferred_f_from_coro_f
+async def test_a_closing_process_leaves_the_requests_of_its_peers_to_them(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    """A fetches the origin's robots.txt (3 s) and starts closing at 1.5 s; B holds a
+    request for the origin meanwhile. The answer comes while A closes: A leaves its own
+    request to the fleet and B's where it is, in Redis, where B, which is still crawling,
+    releases it itself. A closing process that took B's request would only have written it back to
+    Redis as its own leftover, and B, holding nothing, would have finished without it."""
+    site = servers.add(rules(PRIVATE, delay=3.0))
+    settings = _redis(redis_server, DOWNLOAD_TIMEOUT=20, REP9309_DEFER_TIMEOUT=60)
+
+    a, b = await asyncio.gather(
+        run_crawl([site.url("/a")], {**settings, "CLOSESPIDER_TIMEOUT": 1.5}),
+        run_crawl([Wait(0.5), site.url("/peer")], {**settings, "CLOSESPIDER_TIMEOUT": 30}),
+    )
+
+    assert site.url("/peer") in b.urls, "B's request is downloaded in B's crawl"
+    assert a.stat("robotstxt/fleet/released_for_peers") == 0
+    assert a.stat("robotstxt/fleet/left") == 1
+    # A's own request, left in Redis, may reach B's release too; nothing goes twice.
+    assert b.urls <= set(site.urls(["/a", "/peer"]))
+    assert sorted(entry.path for entry in site.page_requests) == sorted(site.crawled_paths())
+    assert len(site.robots_fetches) == 1
+
+
+@deferred_f_from_coro_f
 async def test_a_release_the_stalled_store_carries_out_after_the_close_ends_each_request_once(
     servers: ServerPool, own_redis_server: RedisServer
 ) -> None:
     """Redis stalls (SIGSTOP) just before A gets the answer, and A closes: A's release,
-    which takes every request of the origin out of Redis (B's too), waits. A's close gives
-    up waiting for it after a few seconds and leaves the request in Redis; Redis wakes up
-    at 11 s and carries the release out after all. The requests it took out are A's only:
-    each ends once, in A's errback, none is lost and none is ended twice (A's request was
-    also made a leftover at close, and left again in Redis, so it came back twice)."""
+    which takes A's request out of Redis (only A's: A is closing, B's stays B's), waits.
+    A's close gives up waiting for it after a few seconds and leaves the request in Redis;
+    Redis wakes up at 11 s and carries the release out after all. A's request ends once,
+    in A's errback, none is lost and none is ended twice (A's request was also made a
+    leftover at close, and left again in Redis, so it came back twice); B, crawling on,
+    releases its own request once Redis answers."""
     site = servers.add(rules(PRIVATE, delay=4.0))
     pid = own_redis_server.process.pid
     reactor.callLater(3.0, os.kill, pid, signal.SIGSTOP)  # type: ignore[attr-defined]
@@ -432,8 +459,10 @@ async def test_a_release_the_stalled_store_carries_out_after_the_close_ends_each
     ends = [seen.url for seen in a.responses + b.responses]
     ends += [failure.url for failure in a.failures + b.failures]
     assert sorted(ends) == sorted(site.urls(["/a", "/peer"])), "each ends once"
-    assert all("Spider closed before" in failure.message for failure in a.failures + b.failures)
-    assert site.page_requests == []
+    assert [failure.url for failure in a.failures] == [site.url("/a")]
+    assert all("Spider closed before" in failure.message for failure in a.failures)
+    # B's request stayed B's (A was closing): B released it once Redis woke up.
+    assert b.urls == {site.url("/peer")}
     assert not own_redis_server.client().keys("rep9309:held:*")
 
 

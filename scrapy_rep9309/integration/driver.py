@@ -377,8 +377,14 @@ class OriginDriver:
     async def _release_shared(self, origin: Origin, action: Action) -> None:
         """Fleet: the store decides who releases a request (a peer that got the answer
         first may have taken ours). This process, having the answer, takes every request
-        held for the origin, other processes' too, and sends on what the store gave it."""
-        taken = await self.store.take_held(str(origin))
+        held for the origin, other processes' too, and sends on what the store gave it.
+
+        A closing process takes only its own: it could not crawl the others' any more,
+        only leave them in the store as its leftovers, and their process, which may be
+        crawling on, would then hold nothing and finish without them. Left where they
+        are, they are released by their own process when it learns of the answer."""
+        tokens = list(action.tokens) if self._closing() else None
+        taken = await self.store.take_held(str(origin), tokens)
         taken += self._take_unstored(origin, action.held)
         for entry in action.held:  # ours that a peer took are the peer's now
             self._held.pop(entry.token, None)
