@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from scrapy_rep9309.integration.jobdir import read_state
+from scrapy_rep9309.integration.middleware import MAX_REQUEUES, REQUEUED_META
 from tests._readme import undocumented_stats
 from tests.crawl import Wait, run_crawl
-from tests.servers import ServerPool, rules
+from tests.servers import ServerPool, hang, rules
 
 ALLOW_ALL = "User-agent: *\n"
 
@@ -50,3 +57,48 @@ async def test_requeued_copies_whose_rules_expire_again_do_not_take_a_download_s
         result.stat("robotstxt/deferred/released") + result.stat("robotstxt/deferred/expired")
     )
     assert undocumented_stats(set(result.stats)) == set()
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("jobdir", [False, True], ids=["errback", "jobdir"])
+async def test_a_request_waiting_in_the_downloader_at_a_pause_is_saved(
+    servers: ServerPool, tmp_path: Path, jobdir: bool
+) -> None:
+    """A request sent back from the scheduler MAX_REQUEUES times waits for its robots.txt
+    inside the downloader (here: it comes out of the scheduler after its copy expired,
+    and the refresh never answers). When the spider closes meanwhile, it ends like any
+    held request: saved under JOBDIR (and downloaded after the resume), else in its
+    errback with the reason. Before, it always went to its errback."""
+    site = servers.add([rules(ALLOW_ALL), hang(), rules(ALLOW_ALL)])
+    slow = servers.add(page_delay=1.5)
+    waiting = Request(site.url("/waiting"), meta={REQUEUED_META: MAX_REQUEUES})
+    plan = [site.url("/first"), slow.url("/slow"), Wait(0.3), waiting]
+    settings: dict[str, Any] = {
+        "REP9309_CACHE_TTL": 0.5,
+        "CONCURRENT_REQUESTS": 1,  # /waiting stays in the scheduler behind /slow
+        # The refresh hangs past the close (the close waits for it: 5 s at most).
+        "DOWNLOAD_TIMEOUT": 30,
+        "REP9309_FETCH_TIMEOUT": 5,
+        "CLOSESPIDER_TIMEOUT": 4,
+        "REP9309_DEFER_TIMEOUT": 60,
+    }
+    if jobdir:
+        settings["JOBDIR"] = str(tmp_path / "job")
+
+    paused = await run_crawl(plan, settings)
+
+    assert paused.urls == {site.url("/first"), slow.url("/slow")}
+    assert paused.stat("robotstxt/deferred") == 3
+    if not jobdir:
+        assert paused.ignored_urls == {site.url("/waiting")}
+        assert "robots.txt of" in paused.failure_for(site.url("/waiting")).message
+        assert paused.stat("robotstxt/deferred/closed") == 1
+        return
+    assert paused.failures == []
+    assert paused.stat("robotstxt/deferred/saved") == 1
+    assert [saved.origin for saved in read_state(tmp_path / "job").held] == [site.base]
+
+    resumed = await run_crawl([], {**settings, "CLOSESPIDER_TIMEOUT": 10})
+
+    assert resumed.urls == {site.url("/waiting")}
+    assert [entry.path for entry in site.page_requests] == ["/first", "/waiting"]

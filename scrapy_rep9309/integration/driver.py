@@ -163,6 +163,9 @@ class OriginDriver:
         self._undelivered: list[Leftover] = []
         #: Requests whose wait ended while the engine was closing: errback'd at close.
         self._expired_late: list[tuple[Origin, Request, str]] = []
+        #: Copies of requests that waited inside the downloader until the spider closed,
+        #: made leftovers of the close (``leave_for_close``): not to be held or scheduled.
+        self.left_for_close: set[Request] = set()
         self._warned_ignored: set[Origin] = set()
         self._owner = uuid.uuid4().hex
         self._closed = False
@@ -253,8 +256,9 @@ class OriginDriver:
 
         Such a request sits in the engine's in-progress set, which the engine waits to
         empty before it closes the spider: every WAIT_POLL_INTERVAL seconds, a look
-        whether the spider is closing wakes it to give up. Only that look, the answer
-        (``_wake``) and ``close`` wake it, so an answer never finds it already woken.
+        whether the spider is closing wakes it to give up (``ClosedWhileWaiting``,
+        counted by whoever ends it). Only that look, the answer (``_wake``) and ``close``
+        wake it, so an answer never finds it already woken.
         """
         if self._closing():
             raise IgnoreRequest(closing_reason(origin))
@@ -286,8 +290,14 @@ class OriginDriver:
                 self.accounting.count(origin, "expired")
                 raise IgnoreRequest(self.expiry_reason(origin))
             self._waiters.pop(token, None)  # None: the spider is closing
-            self.accounting.count(origin, "closed")
-            raise IgnoreRequest(closing_reason(origin))
+            raise ClosedWhileWaiting(origin, deadline)
+
+    def leave_for_close(self, origin: Origin, request: Request, deadline: float) -> None:
+        """Make ``request`` a leftover of the close, like the requests held outside the
+        downloader (saved under JOBDIR, else errback'd). The engine drops it when it is
+        scheduled again (``left_for_close``), which ends the original in the engine."""
+        self.left_for_close.add(request)
+        self._undelivered.append(Leftover(origin, request, deadline))
 
     def _look_whether_closing(self, token: Hashable, waiter: Deferred[bool]) -> None:
         """Wake a request waiting in ``wait`` (with None) once the spider is closing."""
@@ -500,6 +510,7 @@ class OriginDriver:
             await call_errback(request, IgnoreRequest(reason))
         self._expired_late.clear()
         leftovers, self._undelivered = self._undelivered, []
+        self.left_for_close.clear()
         self._handed_over = {id(leftover.request) for leftover in leftovers}
         if self.shared:
             leftovers = await self._leave_leftovers(leftovers)
@@ -1175,6 +1186,16 @@ class OriginDriver:
         self._triggers.pop(origin, None)
         self._warned_ignored.discard(origin)
         self.accounting.forget(origin)
+
+
+class ClosedWhileWaiting(IgnoreRequest):
+    """A request waiting inside the downloader for its robots.txt: the spider closed."""
+
+    def __init__(self, origin: Origin, deadline: float) -> None:
+        super().__init__(closing_reason(origin))
+        self.origin = origin
+        #: Unix time its wait would have ended.
+        self.deadline = deadline
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from scrapy_rep9309.integration.crawlagent import crawl_user_agent_source
 from scrapy_rep9309.integration.crawldelay import CrawlDelayKeeper
 from scrapy_rep9309.integration.driver import (
     EXPIRED_META,
+    ClosedWhileWaiting,
     Leftover,
     OriginDriver,
     call_errback,
@@ -184,6 +185,9 @@ class RobotsTxtMiddleware:
         every request of the crawl."""
         if self._closed:
             return None
+        left_for_close = self.driver.left_for_close
+        if left_for_close and request in left_for_close:
+            return _HELD  # a leftover of the close already (``process_request``)
         meta = request.meta
         if meta.get("dont_obey_robotstxt") or meta.get(EXPIRED_META):
             return None
@@ -375,7 +379,17 @@ class RobotsTxtMiddleware:
         if record is None:
             if meta.get(SCHEDULED_META) and _scheduler_trips(request) < MAX_REQUEUES:
                 return self._requeue(request)
-            record = await driver.wait(origin, request)
+            try:
+                record = await driver.wait(origin, request)
+            except ClosedWhileWaiting as closed:
+                if not meta.get(SCHEDULED_META):  # engine.download_async: its caller's
+                    self.accounting.count(origin, "closed")
+                    raise
+                # From the scheduler: it ends like the requests held outside, saved
+                # under JOBDIR or errback'd at close; the engine drops this copy.
+                copy = request.replace(dont_filter=True)
+                driver.leave_for_close(origin, copy, closed.deadline)
+                return copy
         self._decide(origin, record, request)
         if request.url.endswith(_ROBOTS_TXT_END) and _asks_for_robots_txt(request):
             return self._robots_copy(origin, record, request)
