@@ -283,3 +283,20 @@ def test_help_reads_as_written(outside_project: Path) -> None:
     lines = result.stdout.splitlines()
     headings = [line for line, below in pairwise(lines) if below and set(below) <= {"=", "-"}]
     assert headings == ["Usage", "Options", "Global Options"], headings
+
+
+@deferred_f_from_coro_f
+async def test_a_robots_txt_past_the_decompression_bound_is_read_in_part(
+    servers: ServerPool, outside_project: Path
+) -> None:
+    """6 MB declared (past 8 times REP9309_MAX_SIZE, the bound on decompressing a cached
+    answer): read in part like any large robots.txt (RFC 9309 2.5), not refused for its
+    Content-Length, with or without this project's middleware in the crawl."""
+    body = "User-agent: *\nDisallow: /private/\n" + "# padding\n" * 600_000
+    site = servers.add(rules(body))
+
+    result = await run_async(robots(site.url("/private/a")), cwd=outside_project)
+
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "  status    200" in result.stdout, result.stdout
+    assert "  rule      Disallow: /private/" in result.stdout, result.stdout

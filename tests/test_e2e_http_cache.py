@@ -11,6 +11,7 @@ is unreachable), so offline replays keep working.
 from __future__ import annotations
 
 import asyncio
+import gzip
 from pathlib import Path
 
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -94,3 +95,25 @@ async def test_an_old_cached_copy_stands_when_the_server_cannot_answer(
     assert len(site.robots_fetches) == 2
     assert result.stat("robotstxt/response_count") == 2  # the replay and the live 503
     assert result.stat("robotstxt/response_status_count/503") == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_cached_compression_bomb_is_not_decompressed_whole(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """A few KiB of robots.txt that decompress to 64 MB (sent compressed although asked
+    for uncompressed) go into the HTTP cache as downloaded, before they are decompressed.
+    Downloaded, their decompression stops at 8 times REP9309_MAX_SIZE; replayed from the
+    cache (the retry, or a later crawl), it stops there too: unreachable both times, the
+    page never fetched, never 64 MB decompressed."""
+    bomb = gzip.compress(b"User-agent: *\nAllow: /\n" + b"\0" * 64_000_000, 9)
+    site = servers.add(Reply(200, bomb, {"Content-Type": "text/plain", "Content-Encoding": "gzip"}))
+    settings = {**cache_settings(tmp_path), "REP9309_RETRY_DELAY": 0.3, "REP9309_DEFER_TIMEOUT": 2}
+
+    result = await run_crawl([site.url("/page")], settings)
+
+    assert site.page_requests == []
+    assert result.stat("robotstxt/unreachable") >= 2, "the download, then the cache's replay"
+    assert len(site.robots_fetches) == 1, "the retries were replayed from the cache"
+    assert (result.stat("httpcompression/response_bytes") or 0) <= 8 * 500 * 1024
+    assert "decompressed" in result.failure_for(site.url("/page")).message

@@ -20,6 +20,7 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
 
+from scrapy_rep9309.integration.lastlook import install as install_last_look
 from scrapy_rep9309.policy.fetchresult import (
     DECOMPRESSED_FACTOR,
     FetchResult,
@@ -56,7 +57,6 @@ ROBOTS_REQUEST_META: dict[str, Any] = {
     "dont_retry": True,
     "handle_httpstatus_all": True,
     "allow_offsite": True,
-    "download_maxsize": 0,
     "download_warnsize": 0,
 }
 
@@ -118,6 +118,21 @@ class _SizeLimiter:
         request.meta["download_maxsize"] = budget.decompressed_limit
 
 
+def live_download(request: Request) -> None:
+    """Called just before a request is handed to Scrapy's download handler. A robots.txt
+    download is bounded by its size budget (``bytes_received``), read in part past it
+    (RFC 9309 2.5): ``download_maxsize`` 0 keeps the handler from refusing a larger
+    ``Content-Length`` outright. ``response_downloaded`` bounds the decompression again."""
+    if SIZE_BUDGET_META in request.meta:
+        request.meta["download_maxsize"] = 0
+
+
+def _decompression_refused(exc: IgnoreRequest) -> bool:
+    """Whether HttpCompressionMiddleware refused the body past ``download_maxsize`` (it
+    raises IgnoreRequest from its own ValueError subclass; a cache replay sets no flag)."""
+    return isinstance(exc.__cause__, ValueError) and "decompress" in str(exc)
+
+
 _limiters: weakref.WeakKeyDictionary[Crawler, _SizeLimiter] = weakref.WeakKeyDictionary()
 
 
@@ -151,7 +166,10 @@ def robots_request(
         meta.update(extra_meta)
     if timeout is not None:
         meta["download_timeout"] = timeout
-    meta[SIZE_BUDGET_META] = _SizeBudget(max_size)
+    budget = meta[SIZE_BUDGET_META] = _SizeBudget(max_size)
+    # Bounds the decompression of an answer replayed by HttpCacheMiddleware, which never
+    # reaches the download handler; a download sets it to 0 first (``live_download``).
+    meta["download_maxsize"] = budget.decompressed_limit
     # Uncompressed, so that the size limit is a limit on what is parsed (see
     # DECOMPRESSED_FACTOR for servers that compress all the same).
     headers: dict[str, str | bytes] = {"Accept-Encoding": "identity"}
@@ -184,6 +202,10 @@ async def fetch_robots_txt(
     Counts the ``robotstxt/*`` fetch stats.
     """
     limiter = _size_limiter(crawler)
+    if crawler.engine is not None:
+        # The middleware's last look calls ``live_download``; without the middleware
+        # (``scrapy robots`` outside a project using it), this does.
+        install_last_look(crawler.engine.downloader, live_download)
     stats = crawler.stats
     assert stats is not None
     url = origin.robots_url
@@ -212,7 +234,9 @@ async def fetch_robots_txt(
                 response = await _checked_live(crawler, live, response, why)
         except IgnoreRequest as exc:
             budget = request.meta[SIZE_BUDGET_META]
-            if budget.compressed:  # HttpCompressionMiddleware gave up: no body to parse
+            if budget.compressed or _decompression_refused(exc):
+                # HttpCompressionMiddleware gave up (on a download or a cache's replay):
+                # no body to parse.
                 error = f"compressed body past {budget.decompressed_limit} bytes decompressed"
                 logger.debug("robots.txt %s unreadable: %s", url, error)
                 return _count(crawler, failed(origin, url, tuple(redirects), error))

@@ -43,6 +43,7 @@ from scrapy_rep9309.integration.driver import (
     closed_before,
     closing_reason,
 )
+from scrapy_rep9309.integration.fetch import live_download
 from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, read_state, write_state
 from scrapy_rep9309.integration.lastlook import install as install_last_look
 from scrapy_rep9309.integration.requestcodec import RequestCodec
@@ -408,6 +409,7 @@ class RobotsTxtMiddleware:
         knows nothing newer: the decision stands."""
         decided_at = request.meta.get(DECIDED_META)
         if decided_at is None:  # not decided here: skipped, robots.txt, no valid origin
+            live_download(request)
             return
         origin = _origin_key(request)
         if origin is None:

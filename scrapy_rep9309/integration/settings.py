@@ -266,6 +266,11 @@ def fetch_meta_conflict(meta: Mapping[str, Any]) -> str | None:
             return "set the robots.txt download timeout with REP9309_FETCH_TIMEOUT"
         if key.lstrip("_").startswith("rep9309_"):
             return f"{key!r} is reserved for scrapy-rep9309"
+        if key == "download_maxsize":
+            return (
+                f"{key!r} is set on robots.txt requests by scrapy-rep9309 itself (from "
+                "REP9309_MAX_SIZE) and cannot be changed"
+            )
         if key in ROBOTS_REQUEST_META and value != ROBOTS_REQUEST_META[key]:
             return (
                 f"{key!r} is set to {ROBOTS_REQUEST_META[key]!r} on robots.txt requests "
