@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._commands import check, error_lines, run, run_async
+from tests.crawl import run_crawl
 from tests.servers import Reply, ServerPool, closed_port, redirect, rules
 
 ROBOTS = """\
@@ -289,6 +291,44 @@ async def test_a_robots_txt_compressed_anyway_is_read_as_the_middleware_reads_it
     assert bombed.returncode == 1, bombed.stderr
     assert "compressed body past 4096000 bytes decompressed" in bombed.stdout
     assert verdict(bombed.stdout, "/a")[0] == "disallowed  /a"
+
+
+def _brotli(data: bytes) -> bytes:
+    brotli = pytest.importorskip("brotli", reason="brotli is not installed")
+    return brotli.compress(data)  # type: ignore[no-any-return]
+
+
+def _zstd(data: bytes) -> bytes:
+    try:
+        from backports import zstd  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        zstd = pytest.importorskip("compression.zstd", reason="no zstd module is installed")
+    return zstd.compress(data)  # type: ignore[no-any-return]
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize(("coding", "compress"), [("br", _brotli), ("zstd", _zstd)])
+async def test_brotli_and_zstd_compressed_anyway_are_read_as_in_a_crawl(
+    servers: ServerPool, coding: str, compress: Callable[[bytes], bytes]
+) -> None:
+    """Scrapy's HttpCompressionMiddleware decodes br and zstd when their library is
+    installed (Scrapy 2.19 installs both): ``check`` decodes them too, and decides as the
+    crawl does, a zip bomb included."""
+    headers = {"Content-Type": "text/plain", "Content-Encoding": coding}
+    site = servers.add(Reply(200, compress(ROBOTS.encode()), headers))
+    bomb = servers.add(Reply(200, compress(b"User-agent: *\n" + b"\0" * 8_000_000), headers))
+
+    result = await run_async(check(site.url("/robots.txt"), "/private/1", "/a"))
+    bombed = await run_async(check(bomb.url("/robots.txt"), "/a"))
+    crawl = await run_crawl([*site.urls(["/private/1", "/a"]), bomb.url("/a")])
+
+    assert verdict(result.stdout, "/private/1")[0] == "disallowed  /private/1"
+    assert verdict(result.stdout, "/a")[0] == "allowed     /a"
+    assert crawl.forbidden_urls == {site.url("/private/1")}
+    assert site.url("/a") in crawl.urls
+    assert "compressed body past 4096000 bytes decompressed" in bombed.stdout
+    assert verdict(bombed.stdout, "/a")[0] == "disallowed  /a"
+    assert bomb.page_requests == []
 
 
 @deferred_f_from_coro_f

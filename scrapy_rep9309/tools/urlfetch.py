@@ -48,6 +48,85 @@ class _Undecodable(ValueError):
     """A compressed body that does not decode, or decodes past the limit."""
 
 
+def _brotli_decoder() -> Callable[[bytes, int], bytes] | None:
+    """``br``, when a brotli module Scrapy decodes it with is installed (brotli >= 1.2,
+    which can bound its output, or brotlicffi): HttpCompressionMiddleware then decodes
+    it for the middleware, so ``check`` must too."""
+    try:
+        import brotli  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            import brotlicffi as brotli  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:
+            return None
+    if not hasattr(brotli.Decompressor, "can_accept_more_data"):
+        return None  # Scrapy leaves br undecoded with an older brotli
+
+    def decode(body: bytes, limit: int) -> bytes:
+        decompressor = brotli.Decompressor()
+        try:
+            parts = [decompressor.process(body, output_buffer_limit=limit + 1)]
+            size = len(parts[0])
+            while size <= limit and not decompressor.is_finished():
+                part = decompressor.process(b"", output_buffer_limit=limit + 1 - size)
+                if not part:
+                    break
+                parts.append(part)
+                size += len(part)
+        except brotli.error as error:
+            raise _Undecodable("body not decodable as br") from error
+        return b"".join(parts)
+
+    return decode
+
+
+def _zstd_decoder() -> Callable[[bytes, int], bytes] | None:
+    """``zstd``, when a zstd module Scrapy decodes it with is installed (the standard
+    library's from Python 3.14, backports.zstd, or zstandard)."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:
+            zstd = None
+    if zstd is not None:
+
+        def decode(body: bytes, limit: int) -> bytes:
+            try:
+                return zstd.ZstdDecompressor().decompress(body, max_length=limit + 1)  # type: ignore[no-any-return]
+            except zstd.ZstdError as error:
+                raise _Undecodable("body not decodable as zstd") from error
+
+        return decode
+    try:
+        import io
+
+        import zstandard  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+
+    def decode_with_zstandard(body: bytes, limit: int) -> bytes:
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body))
+            return reader.read(limit + 1)  # type: ignore[no-any-return]
+        except zstandard.ZstdError as error:
+            raise _Undecodable("body not decodable as zstd") from error
+
+    return decode_with_zstandard
+
+
+#: Content codings other than gzip and deflate, decoded only when the library is there.
+_OTHER_DECODERS: dict[str, Callable[[bytes, int], bytes] | None] = {}
+
+
+def _other_decoder(coding: str) -> Callable[[bytes, int], bytes] | None:
+    if coding not in _OTHER_DECODERS:
+        finder = {"br": _brotli_decoder, "zstd": _zstd_decoder}.get(coding)
+        _OTHER_DECODERS[coding] = finder() if finder is not None else None
+    return _OTHER_DECODERS[coding]
+
+
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     """Hand 3xx back to the caller, which counts hops and spots loops itself."""
 
@@ -143,13 +222,22 @@ def _get(
 
 
 def _decoded(body: bytes, codings: str, limit: int) -> bytes:
-    """``body`` with its gzip and deflate codings undone, last applied first, as
-    HttpCompressionMiddleware undoes them for the middleware (other codings are left as
-    they are, as it leaves those it does not know); _Undecodable past ``limit`` bytes or
-    for data that does not decode. A body cut by the size limit decodes as far as it goes."""
+    """``body`` with its content codings undone, last applied first, as
+    HttpCompressionMiddleware undoes them for the middleware: gzip and deflate, br and
+    zstd when their library is installed (other codings are left as they are, as it
+    leaves those it does not know); _Undecodable past ``limit`` bytes or for data that
+    does not decode. A gzip or deflate body cut by the size limit decodes as far as it
+    goes."""
     for coding in reversed([part.strip().lower() for part in codings.split(",")]):
         window_bits = _WINDOW_BITS.get(coding)
         if window_bits is None:
+            other = _other_decoder(coding)
+            if other is None:
+                continue
+            decoded = other(body, limit)
+            if len(decoded) > limit:
+                raise _Undecodable(f"compressed body past {limit} bytes decompressed")
+            body = decoded
             continue
         for bits in window_bits:
             decompressor = zlib.decompressobj(bits)
