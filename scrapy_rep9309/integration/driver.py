@@ -389,12 +389,17 @@ class OriginDriver:
         first may have taken ours). This process, having the answer, takes every request
         held for the origin, other processes' too, and sends on what the store gave it.
 
-        A closing process takes only its own: it could not crawl the others' any more,
-        only leave them in the store as its leftovers, and their process, which may be
-        crawling on, would then hold nothing and finish without them. Left where they
-        are, they are released by their own process when it learns of the answer."""
-        tokens = list(action.tokens) if self._closing() else None
-        taken = await self.store.take_held(str(origin), tokens)
+        A closing process takes none: it could not crawl them any more, only write them
+        back as its leftovers, and a peer crawling on, finding its own gone, would finish
+        without them. What the store holds stays there (ours counted as left to the
+        fleet, as at close), for the peers to release when they learn of the answer;
+        what it never had goes on from memory, as a leftover of the close. (A take sent
+        before the close began still takes every request: docs/fleet.md.)"""
+        if self._closing():
+            self._leave_in_store(origin, action.held)
+            self._send_released(origin, self._take_unstored(origin, action.held), action.record)
+            return
+        taken = await self.store.take_held(str(origin))
         taken += self._take_unstored(origin, action.held)
         for entry in action.held:  # ours that a peer took are the peer's now
             self._held.pop(entry.token, None)
@@ -998,14 +1003,18 @@ class OriginDriver:
         """The spider closed: held requests become leftovers. In a fleet, those the
         store holds stay there, for the other processes to adopt."""
         if self.shared:
-            left = [entry for entry in action.held if entry.token in self._stored]
-            for entry in left:
-                self._held.pop(entry.token, None)
-                self._stored.discard(entry.token)
-            if left:
-                self.stats.inc_value(LEFT_STAT, len(left))
+            self._leave_in_store(origin, action.held)
         for held in self._take(origin, action.held, forget_in_store=not self.shared):
             self._undelivered.append(Leftover(origin, held.request, held.deadline))
+
+    def _leave_in_store(self, origin: Origin, held: tuple[Held, ...]) -> None:
+        """Fleet, closing: forget ours that the store holds, left there for the fleet."""
+        left = [entry for entry in held if entry.token in self._stored]
+        for entry in left:
+            self._held.pop(entry.token, None)
+            self._stored.discard(entry.token)
+        if left:
+            self.stats.inc_value(LEFT_STAT, len(left))
 
     def _take(
         self, origin: Origin, held: tuple[Held, ...], *, forget_in_store: bool = True

@@ -128,8 +128,8 @@ class SharedOriginStore(OriginStore, Protocol):
 
     - Releasing an origin's held requests takes every request held for it, other
       processes' too (``take_held(key)`` without tokens): whichever process gets the
-      answer releases them all, into the shared queue (a closing process takes only
-      its own, by token: it could not crawl the others'). Requests held only in the
+      answer releases them all, into the shared queue (a closing process takes none:
+      it could not crawl them, and they stay for the peers). Requests held only in the
       process (held while the record loaded, and released by its answer) go on
       without a store call.
     - A request of an origin the process knows nothing of is not held: it goes to the
