@@ -4,6 +4,7 @@ they wait inside ``process_request`` for their origin's robots.txt, and are deci
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from twisted.internet.defer import DeferredList
 import scrapy_rep9309.integration.driver
 from scrapy_rep9309.integration.fetch import download
 from tests.crawl import Failed, PlanSpider, Seen, run_crawl
-from tests.servers import Reply, ServerPool, rules
+from tests.servers import Reply, ServerPool, hang, rules
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
 
@@ -25,15 +26,20 @@ class DirectSpider(PlanSpider):
     """Crawls ``plan`` (one home page); its callback downloads ``direct`` itself, at once."""
 
     direct: list[str] = []
+    #: Whether the downloads carry the home page's meta (``rep9309_scheduled`` included),
+    #: as a callback passing ``response.meta`` on does.
+    meta_from_response = False
 
     async def parse(self, response: Response, **kwargs: Any) -> None:
         super().parse(response)
         assert self.crawler.engine is not None
-        downloads = [deferred_from_coro(self._download(url)) for url in self.direct]
+        meta = dict(response.meta) if self.meta_from_response else {}
+        downloads = [deferred_from_coro(self._download(url, meta)) for url in self.direct]
         await maybe_deferred_to_future(DeferredList(downloads, consumeErrors=True))
 
-    async def _download(self, url: str) -> None:
-        request = Request(url, dont_filter=True)
+    async def _download(self, url: str, meta: dict[str, Any]) -> None:
+        # The errback must never be called: the exception goes to this caller.
+        request = Request(url, meta=dict(meta), dont_filter=True, errback=self.on_error)
         try:
             got = await download(self.crawler, request)
         except IgnoreRequest as exc:
@@ -96,3 +102,36 @@ async def test_direct_downloads_of_an_unreachable_origin_end_with_the_reason_at_
     assert result.stat("robotstxt/deferred") == 3  # the home page was held, and released
     assert result.stat("robotstxt/deferred/released") == 1
     assert result.stat("robotstxt/deferred/expired") == 2
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("jobdir", [False, True], ids=["errback", "jobdir"])
+async def test_a_direct_download_with_a_scheduled_requests_meta_ends_once_at_the_close(
+    servers: ServerPool, tmp_path: Path, jobdir: bool
+) -> None:
+    """A download sent with ``engine.download_async`` and the meta of a response (which
+    came through the scheduler) waits for a robots.txt that never answers; the spider
+    closes. It ends once, raised to its caller: not also in its errback, nor saved under
+    JOBDIR as a request from the scheduler would be (found by a second reviewer)."""
+    home = servers.add(rules("User-agent: *\n"))
+    silent = servers.add(hang())
+    DirectSpider.direct = [silent.url("/direct")]
+    DirectSpider.meta_from_response = True
+    settings: dict[str, Any] = {
+        "CLOSESPIDER_TIMEOUT": 3,
+        "DOWNLOAD_TIMEOUT": 30,
+        "REP9309_FETCH_TIMEOUT": 2,
+        "REP9309_DEFER_TIMEOUT": 60,
+    }
+    if jobdir:
+        settings["JOBDIR"] = str(tmp_path / "job")
+    try:
+        result = await run_crawl([home.url("/")], settings, spider_cls=DirectSpider)
+    finally:
+        DirectSpider.meta_from_response = False
+
+    assert [failure.url for failure in result.failures] == [silent.url("/direct")]
+    assert "Spider closed before the robots.txt" in result.failures[0].message
+    assert result.stat("robotstxt/deferred/saved") == 0
+    assert result.stat("robotstxt/deferred/closed") == 1
+    assert result.stat("robotstxt/requeued") == 0

@@ -363,6 +363,9 @@ class RobotsTxtMiddleware:
         meta = request.meta
         # A decision is this request's own: not one copied with another request's meta.
         meta.pop(DECIDED_META, None)
+        # So is "came from the scheduler" (``request_scheduled`` sets it on each trip): a
+        # request sent with ``engine.download_async`` with another's meta did not.
+        scheduled = meta.pop(SCHEDULED_META, False)
         if parts.scheme not in _SCHEMES or meta.get("dont_obey_robotstxt"):
             return None
         expired = meta.get(EXPIRED_META)
@@ -378,12 +381,12 @@ class RobotsTxtMiddleware:
         if record is None and driver.shared:
             record = await driver.peek(origin)
         if record is None:
-            if meta.get(SCHEDULED_META) and _scheduler_trips(request) < MAX_REQUEUES:
+            if scheduled and _scheduler_trips(request) < MAX_REQUEUES:
                 return self._requeue(request)
             try:
                 record = await driver.wait(origin, request)
             except ClosedWhileWaiting as closed:
-                if not meta.get(SCHEDULED_META):  # engine.download_async: its caller's
+                if not scheduled:  # engine.download_async: its caller's
                     self.accounting.count(origin, "closed")
                     raise
                 # From the scheduler: it ends like the requests held outside, saved
