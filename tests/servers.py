@@ -52,7 +52,8 @@ class Reply:
 
     status: int = 200
     body: bytes | str = b""
-    headers: Mapping[str, str] = field(default_factory=dict)
+    #: A tuple value sends one header line per item.
+    headers: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     delay: float = 0.0
     action: Action = "respond"
     chunk_size: int | None = None
@@ -194,7 +195,10 @@ class _Responder:
         self._entry.body_length = len(payload)
         self._request.setResponseCode(self._reply.status)
         for name, value in self._reply.headers.items():
-            self._request.setHeader(name, value)
+            if isinstance(value, tuple):  # one header line per value
+                self._request.responseHeaders.setRawHeaders(name, list(value))
+            else:
+                self._request.setHeader(name, value)
         self._request.setHeader("Content-Length", str(len(payload)))
         self._entry.answered = time.monotonic()
         self._write_next_chunk()

@@ -13,7 +13,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from email.message import Message
@@ -31,100 +30,10 @@ from scrapy_rep9309.policy.fetchresult import (
     unfollowable,
 )
 from scrapy_rep9309.policy.origin import Origin
+from scrapy_rep9309.tools.contentcoding import Undecodable, decoded
 
 PROGRESS_INTERVAL = 5.0
 _CHUNK = 65536
-#: zlib's window bits for the content codings decoded here, as Scrapy's
-#: HttpCompressionMiddleware decodes them for the middleware (a server may compress
-#: robots.txt though asked not to); deflate is tried zlib-wrapped, then raw.
-_WINDOW_BITS = {
-    "gzip": (16 + zlib.MAX_WBITS,),
-    "x-gzip": (16 + zlib.MAX_WBITS,),
-    "deflate": (zlib.MAX_WBITS, -zlib.MAX_WBITS),
-}
-
-
-class _Undecodable(ValueError):
-    """A compressed body that does not decode, or decodes past the limit."""
-
-
-def _brotli_decoder() -> Callable[[bytes, int], bytes] | None:
-    """``br``, when a brotli module Scrapy decodes it with is installed (brotli >= 1.2,
-    which can bound its output, or brotlicffi): HttpCompressionMiddleware then decodes
-    it for the middleware, so ``check`` must too."""
-    try:
-        import brotli  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        try:
-            import brotlicffi as brotli  # type: ignore[import-not-found,no-redef,unused-ignore]
-        except ImportError:
-            return None
-    if not hasattr(brotli.Decompressor, "can_accept_more_data"):
-        return None  # Scrapy leaves br undecoded with an older brotli
-
-    def decode(body: bytes, limit: int) -> bytes:
-        decompressor = brotli.Decompressor()
-        try:
-            parts = [decompressor.process(body, output_buffer_limit=limit + 1)]
-            size = len(parts[0])
-            while size <= limit and not decompressor.is_finished():
-                part = decompressor.process(b"", output_buffer_limit=limit + 1 - size)
-                if not part:
-                    break
-                parts.append(part)
-                size += len(part)
-        except brotli.error as error:
-            raise _Undecodable("body not decodable as br") from error
-        return b"".join(parts)
-
-    return decode
-
-
-def _zstd_decoder() -> Callable[[bytes, int], bytes] | None:
-    """``zstd``, when a zstd module Scrapy decodes it with is installed (the standard
-    library's from Python 3.14, backports.zstd, or zstandard)."""
-    try:
-        from compression import zstd  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        try:
-            from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
-        except ImportError:
-            zstd = None
-    if zstd is not None:
-
-        def decode(body: bytes, limit: int) -> bytes:
-            try:
-                return zstd.ZstdDecompressor().decompress(body, max_length=limit + 1)  # type: ignore[no-any-return]
-            except zstd.ZstdError as error:
-                raise _Undecodable("body not decodable as zstd") from error
-
-        return decode
-    try:
-        import io
-
-        import zstandard  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-
-    def decode_with_zstandard(body: bytes, limit: int) -> bytes:
-        try:
-            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body))
-            return reader.read(limit + 1)  # type: ignore[no-any-return]
-        except zstandard.ZstdError as error:
-            raise _Undecodable("body not decodable as zstd") from error
-
-    return decode_with_zstandard
-
-
-#: Content codings other than gzip and deflate, decoded only when the library is there.
-_OTHER_DECODERS: dict[str, Callable[[bytes, int], bytes] | None] = {}
-
-
-def _other_decoder(coding: str) -> Callable[[bytes, int], bytes] | None:
-    if coding not in _OTHER_DECODERS:
-        finder = {"br": _brotli_decoder, "zstd": _zstd_decoder}.get(coding)
-        _OTHER_DECODERS[coding] = finder() if finder is not None else None
-    return _OTHER_DECODERS[coding]
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -160,7 +69,7 @@ def fetch_robots(
             status, headers, body, truncated = _get(
                 opener, current, user_agent, timeout, max_size, progress
             )
-        except _Undecodable as exc:
+        except Undecodable as exc:
             return failed(origin, current, tuple(redirects), str(exc))
         except (OSError, ValueError) as exc:
             return failed(origin, current, tuple(redirects), _describe_error(exc))
@@ -213,45 +122,12 @@ def _get(
             response = error
         with response:
             body, truncated = _read_limited(response, max_size)
-            codings = response.headers.get("Content-Encoding")
+            codings = response.headers.get_all("Content-Encoding")
             if codings:
-                body = _decoded(body, codings, max_size * DECOMPRESSED_FACTOR)
+                body = decoded(body, codings, max_size * DECOMPRESSED_FACTOR)
                 truncated = truncated or len(body) > max_size
                 body = body[:max_size]
             return response.status, response.headers, body, truncated
-
-
-def _decoded(body: bytes, codings: str, limit: int) -> bytes:
-    """``body`` with its content codings undone, last applied first, as
-    HttpCompressionMiddleware undoes them for the middleware: gzip and deflate, br and
-    zstd when their library is installed (other codings are left as they are, as it
-    leaves those it does not know); _Undecodable past ``limit`` bytes or for data that
-    does not decode. A gzip or deflate body cut by the size limit decodes as far as it
-    goes."""
-    for coding in reversed([part.strip().lower() for part in codings.split(",")]):
-        window_bits = _WINDOW_BITS.get(coding)
-        if window_bits is None:
-            other = _other_decoder(coding)
-            if other is None:
-                continue
-            decoded = other(body, limit)
-            if len(decoded) > limit:
-                raise _Undecodable(f"compressed body past {limit} bytes decompressed")
-            body = decoded
-            continue
-        for bits in window_bits:
-            decompressor = zlib.decompressobj(bits)
-            try:
-                decoded = decompressor.decompress(body, limit + 1)
-            except zlib.error:
-                continue
-            break
-        else:
-            raise _Undecodable(f"body not decodable as {coding}")
-        if len(decoded) > limit or decompressor.unconsumed_tail:
-            raise _Undecodable(f"compressed body past {limit} bytes decompressed")
-        body = decoded
-    return body
 
 
 def _read_limited(response: IO[bytes], max_size: int) -> tuple[bytes, bool]:
