@@ -82,7 +82,7 @@ def _inflate(body: bytes, limit: int) -> bytes:
             output = decompressor.decompress(body, limit + 1)
         except zlib.error:
             continue
-        if len(output) > limit or (decompressor.unconsumed_tail and not decompressor.eof):
+        if len(output) > limit or decompressor.unconsumed_tail:
             raise Undecodable(f"compressed body past {limit} bytes decompressed")
         return output
     raise Undecodable("body not decodable as deflate")
@@ -118,16 +118,15 @@ def _brotli() -> Decoder | None:
 
 
 def _zstd() -> Decoder | None:
-    module: Any
+    zstd: Any
     try:
-        from compression import zstd as module  # type: ignore[import-not-found,unused-ignore]
+        from compression import zstd  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         try:
-            from backports import zstd as module  # type: ignore[import-not-found,no-redef,unused-ignore]
+            from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
         except ImportError:
-            module = None
-    if module is not None:
-        zstd = module
+            zstd = None
+    if zstd is not None:
 
         def reader(body: bytes) -> Any:
             return zstd.ZstdFile(io.BytesIO(body))
