@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -329,6 +332,57 @@ async def test_brotli_and_zstd_compressed_anyway_are_read_as_in_a_crawl(
     assert "compressed body past 4096000 bytes decompressed" in bombed.stdout
     assert verdict(bombed.stdout, "/a")[0] == "disallowed  /a"
     assert bomb.page_requests == []
+
+
+def _cut_edge_gzip(limit: int) -> bytes:
+    """A gzip'd robots.txt whose first ``limit`` bytes decompress to under 8x ``limit``
+    (the decompression bound) and whose first ``limit`` + 1,000 bytes to over it: a
+    stored (uncompressed) member of rules and comments, then a member of zeros that
+    decompresses about 1,000 times its size, starting 3,000 bytes before the cut."""
+    lines = bytearray(b"User-agent: *\nDisallow: /private/\n")
+    letters = b"abcdefghijklmnopqrstuvwxyz0123456789"
+    rng = random.Random(9309)
+    while len(lines) < limit - 3_200:
+        lines += b"# " + bytes(rng.choices(letters, k=60)) + b"\n"
+    return gzip.compress(bytes(lines), compresslevel=0) + gzip.compress(b"\0" * 20_000_000)
+
+
+def _gunzip_all(data: bytes) -> bytes:
+    """Every gzip member, the last one as far as it goes (as Scrapy's ``gunzip``)."""
+    with contextlib.suppress(EOFError):
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as members:
+            return members.read()
+    output = bytearray()
+    with gzip.GzipFile(fileobj=io.BytesIO(data)) as members, contextlib.suppress(EOFError):
+        while chunk := members.read1(65536):
+            output += chunk
+    return bytes(output)
+
+
+@deferred_f_from_coro_f
+async def test_a_compressed_robots_txt_is_cut_at_the_size_limit_before_it_is_decompressed(
+    servers: ServerPool,
+) -> None:
+    """The crawl reads a compressed robots.txt as ``check`` does: its first
+    REP9309_MAX_SIZE bytes, decompressed within 8x that. The crawl used to keep the
+    whole network read that crossed the limit (up to 64 KiB more), so a body near the
+    decompression bound was unreachable (all forbidden) in the crawl and allowed by
+    ``check`` (found by a second reviewer). The body comes in 128,000-byte writes, so the
+    read that crosses the limit carries 16,000 bytes past it."""
+    limit = 512_000  # REP9309_MAX_SIZE's default, which ``check`` uses
+    body = _cut_edge_gzip(limit)
+    assert len(_gunzip_all(body[:limit])) < 8 * limit < len(_gunzip_all(body[: limit + 1_000]))
+    headers = {"Content-Type": "text/plain", "Content-Encoding": "gzip"}
+    site = servers.add(Reply(200, body, headers, chunk_size=128_000, chunk_interval=0.05))
+
+    result = await run_async(check(site.url("/robots.txt"), "/private/1", "/a"))
+    crawl = await run_crawl(site.urls(["/private/1", "/a"]))
+
+    assert verdict(result.stdout, "/private/1")[0] == "disallowed  /private/1"
+    assert verdict(result.stdout, "/a")[0] == "allowed     /a"
+    assert crawl.forbidden_urls == {site.url("/private/1")}
+    assert crawl.urls == {site.url("/a")}
+    assert crawl.stats["robotstxt/truncated"] == 1
 
 
 def _gzip_members(data: bytes) -> bytes:

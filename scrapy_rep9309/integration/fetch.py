@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
+    from scrapy_rep9309.integration.lastlook import ResponseLook
     from scrapy_rep9309.integration.settings import Rep9309Settings
     from scrapy_rep9309.policy.origin import Origin
 
@@ -74,6 +75,13 @@ class _SizeBudget:
     @property
     def decompressed_limit(self) -> int:
         return self.limit * DECOMPRESSED_FACTOR
+
+    def cut(self, response: Response) -> Response:
+        """``response`` without the bytes past the limit: the network read that crossed
+        it brought them, as many as that read held (up to 64 KiB)."""
+        if len(response.body) <= self.limit:
+            return response
+        return response.replace(body=response.body[: self.limit])
 
 
 class _SizeLimiter:
@@ -118,13 +126,21 @@ class _SizeLimiter:
         request.meta["download_maxsize"] = budget.decompressed_limit
 
 
-def live_download(request: Request) -> None:
+def live_download(request: Request) -> ResponseLook | None:
     """Called just before a request is handed to Scrapy's download handler. A robots.txt
     download is bounded by its size budget (``bytes_received``), read in part past it
     (RFC 9309 2.5): ``download_maxsize`` 0 keeps the handler from refusing a larger
-    ``Content-Length`` outright. ``response_downloaded`` bounds the decompression again."""
-    if SIZE_BUDGET_META in request.meta:
-        request.meta["download_maxsize"] = 0
+    ``Content-Length`` outright. ``response_downloaded`` bounds the decompression again.
+
+    Returns the budget's ``cut`` for the response as it comes back from the handler,
+    before the HTTP cache stores it and HttpCompressionMiddleware decompresses it: a
+    compressed body is then decompressed from exactly its first REP9309_MAX_SIZE bytes,
+    as ``check`` does (``tools/urlfetch.py``), whatever the network reads were."""
+    budget = request.meta.get(SIZE_BUDGET_META)
+    if budget is None:
+        return None
+    request.meta["download_maxsize"] = 0
+    return budget.cut
 
 
 def _decompression_refused(exc: IgnoreRequest) -> bool:

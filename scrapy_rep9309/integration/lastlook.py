@@ -8,7 +8,9 @@ meanwhile, or a newer one that arrives, must still decide the request: the newes
 copy decides at download time (RFC 9309 2.4). Scrapy has no hook between the slot queue
 and the network, so the downloader's handlers are wrapped: every request goes through
 ``check`` first, which may raise to stop it there (it then goes through the downloader
-middlewares' ``process_exception``, as a failed download does).
+middlewares' ``process_exception``, as a failed download does). ``check`` may also return
+a look at the response, taken as it comes back from the handler, before any downloader
+middleware sees it (``integration/fetch.py`` cuts a robots.txt body there).
 """
 
 from __future__ import annotations
@@ -22,29 +24,46 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.internet.defer import Deferred
 
+#: What a check returns for a request whose response needs a look as well: it takes the
+#: response from the download handler and returns the one the middlewares get.
+ResponseLook = Callable[["Response"], "Response"]
+#: The check: raises to stop the request; returns a look at its response, or None.
+Check = Callable[["Request"], "ResponseLook | None"]
+
 
 class LastLook:
     """Scrapy's download handlers (``Downloader.handlers``) behind one check."""
 
-    def __init__(self, handlers: Any, check: Callable[[Request], None]) -> None:
+    def __init__(self, handlers: Any, check: Check) -> None:
         self.handlers = handlers
         self.check = check
 
     def download_request_async(self, request: Request) -> Coroutine[Any, Any, Response]:
-        # Not a coroutine itself: a request that passes costs no extra frame.
-        self.check(request)
-        return self.handlers.download_request_async(request)  # type: ignore[no-any-return]
+        # Not a coroutine itself: a request that passes, with no look at its response,
+        # costs no extra frame.
+        look = self.check(request)
+        download = self.handlers.download_request_async(request)
+        if look is None:
+            return download  # type: ignore[no-any-return]
+        return _looked_at(download, look)
 
     def download_request(self, request: Request, spider: Spider | None = None) -> Deferred[Any]:
         """Scrapy < 2.14's entry point (it turns an exception into a failed Deferred)."""
-        self.check(request)
-        return self.handlers.download_request(request, spider)  # type: ignore[no-any-return]
+        look = self.check(request)
+        download: Deferred[Any] = self.handlers.download_request(request, spider)
+        if look is not None:
+            download.addCallback(look)
+        return download
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.handlers, name)
 
 
-def install(downloader: Downloader, check: Callable[[Request], None]) -> None:
+async def _looked_at(download: Coroutine[Any, Any, Response], look: ResponseLook) -> Response:
+    return look(await download)
+
+
+def install(downloader: Downloader, check: Check) -> None:
     """Put ``check`` in front of ``downloader``'s handlers (once per downloader)."""
     if not isinstance(downloader.handlers, LastLook):
         downloader.handlers = LastLook(downloader.handlers, check)  # type: ignore[assignment]

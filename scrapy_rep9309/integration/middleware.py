@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from typing_extensions import Self  # typing.Self requires Python 3.11
 
+    from scrapy_rep9309.integration.lastlook import ResponseLook
     from scrapy_rep9309.policy.record import OriginRecord
     from scrapy_rep9309.policy.report import OriginReport
     from scrapy_rep9309.rules.robotstxt import Decision
@@ -399,7 +400,7 @@ class RobotsTxtMiddleware:
             return self._robots_copy(origin, record, request)
         return None
 
-    def _last_look(self, request: Request) -> None:
+    def _last_look(self, request: Request) -> ResponseLook | None:
         """Just before ``request`` is sent (after any wait in its download slot's queue):
         the newest usable copy of its origin's robots.txt still decides it.
 
@@ -409,26 +410,29 @@ class RobotsTxtMiddleware:
         ``NoUsableCopy``: ``process_exception`` sends the request back to be held, at
         most ``MAX_REQUEUES`` times from here (trips back from the scheduler are counted
         apart). An origin evicted from memory meanwhile
-        knows nothing newer: the decision stands."""
+        knows nothing newer: the decision stands.
+
+        A robots.txt download (not decided here) gets its size bound, and a look at its
+        response (``live_download``)."""
         decided_at = request.meta.get(DECIDED_META)
         if decided_at is None:  # not decided here: skipped, robots.txt, no valid origin
-            live_download(request)
-            return
+            return live_download(request)
         origin = _origin_key(request)
         if origin is None:
-            return
+            return None
         record = self.driver.usable(origin)
         if record is not None and record.fetched_at == decided_at:
-            return
+            return None
         if record is None:
             if self._known(origin) and _last_look_trips(request) < MAX_REQUEUES:
                 raise NoUsableCopy(origin)
             # Evicted meanwhile (nothing newer is known), or sent back enough: a copy
             # that lives less than the slot's delay would expire on every trip, so the
             # copy that decided it when it entered the downloader stands.
-            return
+            return None
         self.accounting.take_back_allowed(origin)  # counted again, or forbidden
         self._decide(origin, record, request)
+        return None
 
     def process_exception(
         self, request: Request, exception: Exception, spider: Spider | None = None
