@@ -24,6 +24,7 @@ from twisted.internet import ssl
 from twisted.internet.base import DelayedCall
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred
 from twisted.internet.interfaces import IListeningPort, IReactorCore
+from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
@@ -302,6 +303,50 @@ def _self_signed_tls() -> ssl.CertificateOptions:
     return ssl.CertificateOptions(privateKey=key, certificate=certificate)
 
 
+class _RawAnswer(Protocol):
+    """Answers ``/robots.txt`` with its origin's bytes as they are, other paths with a
+    small page; closes the connection after each answer."""
+
+    def __init__(self, origin: RawOrigin) -> None:
+        self.origin = origin
+        self.received = b""
+
+    def dataReceived(self, data: bytes) -> None:
+        self.received += data
+        head, blank_line, _ = self.received.partition(b"\r\n\r\n")
+        if not blank_line:
+            return
+        path = head.split(b" ")[1].decode("latin-1")
+        self.origin.paths.append(path)
+        if path == "/robots.txt":
+            self.transport.write(self.origin.robots)
+        else:
+            page = b"<html>page</html>"
+            self.transport.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(page), page)
+            )
+        self.transport.loseConnection()
+
+
+@dataclass
+class RawOrigin:
+    """An origin whose ``/robots.txt`` answer is raw bytes (status line, headers, body
+    exactly as given): for answers a web framework would not send."""
+
+    host: str
+    robots: bytes
+    paths: list[str] = field(default_factory=list)
+    listening: IListeningPort | None = None
+    port: int = 0
+
+    def url(self, path: str = "/") -> str:
+        return f"http://{self.host}:{self.port}{path}"
+
+    def urls(self, paths: Iterable[str]) -> list[str]:
+        return [self.url(path) for path in paths]
+
+
 def loopback_addresses() -> Iterator[str]:
     """127.0.0.2, 127.0.0.3, ... (127.0.0.1 is left for other local services)."""
     for third, fourth in itertools.product(range(256), range(2, 255)):
@@ -313,7 +358,17 @@ class ServerPool:
 
     def __init__(self) -> None:
         self.origins: list[ScriptedOrigin] = []
+        self.raw_origins: list[RawOrigin] = []
         self._addresses = loopback_addresses()
+
+    def add_raw(self, robots: bytes) -> RawOrigin:
+        """An origin answering ``/robots.txt`` with ``robots``, bytes as they are."""
+        origin = RawOrigin(next(self._addresses), robots)
+        factory = Factory.forProtocol(lambda: _RawAnswer(origin))
+        origin.listening = _reactor().listenTCP(0, factory, interface=origin.host)
+        origin.port = origin.listening.getHost().port
+        self.raw_origins.append(origin)
+        return origin
 
     def add(
         self,
@@ -358,7 +413,11 @@ class ServerPool:
         Fires once every port is closed, so the next test can listen again on
         the same fixed port (80, 443).
         """
-        stopped = []
+        stopped = [
+            maybeDeferred(origin.listening.stopListening)
+            for origin in self.raw_origins
+            if origin.listening is not None
+        ]
         for origin in self.origins:
             if origin.listening is not None:
                 stopped.append(maybeDeferred(origin.listening.stopListening))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from tests._commands import check, error_lines, run, run_async
+from tests._commands import check, error_lines, run, run_async, scrapy
 from tests.crawl import run_crawl
 from tests.servers import Reply, ServerPool, closed_port, redirect, rules
 
@@ -371,7 +371,7 @@ async def test_a_compressed_robots_txt_is_cut_at_the_size_limit_before_it_is_dec
     read that crosses the limit carries 16,000 bytes past it."""
     limit = 512_000  # REP9309_MAX_SIZE's default, which ``check`` uses
     body = _cut_edge_gzip(limit)
-    assert len(_gunzip_all(body[:limit])) < 8 * limit < len(_gunzip_all(body[: limit + 1_000]))
+    assert len(_gunzip_all(body[: limit + 1])) < 8 * limit < len(_gunzip_all(body[: limit + 1_000]))
     headers = {"Content-Type": "text/plain", "Content-Encoding": "gzip"}
     site = servers.add(Reply(200, body, headers, chunk_size=128_000, chunk_interval=0.05))
 
@@ -383,6 +383,40 @@ async def test_a_compressed_robots_txt_is_cut_at_the_size_limit_before_it_is_dec
     assert crawl.forbidden_urls == {site.url("/private/1")}
     assert crawl.urls == {site.url("/a")}
     assert crawl.stats["robotstxt/truncated"] == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_line_cut_by_the_size_limit_is_dropped_wherever_robots_txt_comes_from(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """The 512,000th byte falls inside ``Disallow: /private-zone/``: its first part,
+    ``Disallow: /``, is dropped, not read (docs/matching.md), by ``check`` on the file, on
+    the URL, by ``scrapy robots`` and by a crawl alike. Fetched, it was read (everything
+    forbidden): the fetch kept no byte past the limit, so the parser could not see that
+    the line goes on (found by a second reviewer)."""
+    limit = 512_000
+    head = b"User-agent: *\nDisallow: /private/\n"
+    filler = b"# " + b"x" * 60 + b"\n"
+    body = bytearray(head)
+    while len(body) + len(filler) < limit - len(b"Disallow: /"):
+        body += filler
+    body += b"#" * (limit - len(b"Disallow: /") - len(body) - 1) + b"\n"
+    body += b"Disallow: /private-zone/\n# end\n"
+    assert body[:limit].endswith(b"\nDisallow: /")
+    (tmp_path / "robots.txt").write_bytes(body)
+    site = servers.add(rules(bytes(body)))
+
+    from_file = await run_async(check(str(tmp_path / "robots.txt"), "/a"))
+    from_url = await run_async(check(site.url("/robots.txt"), "/a"))
+    command = await run_async(
+        scrapy("robots", "-s", "TELNETCONSOLE_ENABLED=False", site.url("/a")), cwd=tmp_path
+    )
+    crawl = await run_crawl(site.urls(["/a"]))
+
+    for result in (from_file, from_url, command):
+        assert "allowed     " in result.stdout, result.stdout + result.stderr
+        assert "disallowed" not in result.stdout, result.stdout
+    assert crawl.urls == {site.url("/a")}
 
 
 def _gzip_members(data: bytes) -> bytes:

@@ -14,6 +14,9 @@ import asyncio
 import gzip
 from pathlib import Path
 
+from scrapy import Request, Spider
+from scrapy.extensions.httpcache import FilesystemCacheStorage
+from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
@@ -117,3 +120,41 @@ async def test_a_cached_compression_bomb_is_not_decompressed_whole(
     assert len(site.robots_fetches) == 1, "the retries were replayed from the cache"
     assert (result.stat("httpcompression/response_bytes") or 0) <= 8 * 500 * 1024
     assert "decompressed" in result.failure_for(site.url("/page")).message
+
+
+class FlaglessCacheStorage(FilesystemCacheStorage):
+    """A cache storage that keeps no response flags (third-party storages; Scrapy's own
+    before 2.19): a replay has only the URL, status, headers and body."""
+
+    def retrieve_response(self, spider: Spider, request: Request) -> Response | None:
+        response = super().retrieve_response(spider, request)
+        if response is None:
+            return None
+        return response.replace(flags=[])
+
+
+@deferred_f_from_coro_f
+async def test_a_replayed_copy_cut_at_the_size_limit_is_still_known_as_cut(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """A robots.txt download stopped at REP9309_MAX_SIZE keeps one octet past it, so a
+    replay from a storage that keeps no flags (``download_stopped``) still shows it was
+    cut; the rule past the limit has no effect either way (found by a second reviewer:
+    cut at the limit exactly, the replay counted as whole)."""
+    filler = "# filler\n" * 60000  # 540000 bytes, past the 512000-byte limit
+    site = servers.add(rules(f"{DISALLOW_PRIVATE}{filler}Disallow: /late\n", chunk_size=100_000))
+    settings = {
+        **cache_settings(tmp_path),
+        "HTTPCACHE_STORAGE": f"{__name__}.FlaglessCacheStorage",
+    }
+    pages = site.urls(["/private/1", "/late", "/a"])
+
+    live = await run_crawl(pages, settings)
+    replayed = await run_crawl(pages, settings)
+
+    assert len(site.robots_fetches) == 1
+    assert replayed.stat("httpcache/hit") == 3  # robots.txt and the two pages
+    for crawl in (live, replayed):
+        assert crawl.stat("robotstxt/truncated") == 1
+        assert crawl.forbidden_urls == {site.url("/private/1")}
+        assert crawl.urls == {site.url("/late"), site.url("/a")}

@@ -8,11 +8,13 @@ middleware's one fetch is in. The servers count every robots.txt download.
 
 from __future__ import annotations
 
+import gzip
 import time
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Request
 from scrapy.http import Response
 from scrapy.spiders import SitemapSpider
@@ -164,13 +166,23 @@ async def test_robots_txt_request_answered_from_the_copy_at_hand(servers: Server
 
 
 @deferred_f_from_coro_f
-async def test_a_copy_cut_at_the_size_limit_is_downloaded_whole(servers: ServerPool) -> None:
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip-stored"])
+async def test_a_copy_cut_at_the_size_limit_is_downloaded_whole(
+    servers: ServerPool, compressed: bool
+) -> None:
     """The copy holds the first REP9309_MAX_SIZE bytes only: the spider's request is
-    downloaded, so that it sees the sitemap named past the limit."""
+    downloaded, so that it sees the sitemap named past the limit. Sent gzip'd without
+    compression (found by a second reviewer), the body is cut before it is decompressed,
+    to fewer than REP9309_MAX_SIZE bytes: it was given to the spider as if whole."""
     site = servers.add()
     filler = "# filler\n" * 60000  # 540000 bytes, past the 512000-byte limit
     robots = f"User-agent: *\nDisallow: /private\n{filler}Sitemap: {site.url('/sitemap-a.xml')}\n"
-    site.script("/robots.txt", [rules(robots)])
+    if compressed:
+        body = gzip.compress(robots.encode(), compresslevel=0)
+        headers = {"Content-Type": "text/plain", "Content-Encoding": "gzip"}
+        site.script("/robots.txt", [Reply(200, body, headers)])
+    else:
+        site.script("/robots.txt", [rules(robots)])
     site.script("/sitemap-a.xml", [_urlset(site, [PAGES[0]])])
     robots_url = site.url("/robots.txt")
 

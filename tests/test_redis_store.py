@@ -277,6 +277,12 @@ def test_record_encoding_keeps_the_final_url_of_a_redirect_when_it_fits() -> Non
     assert decode_record(encode_record(too_long)).redirected_to is None
 
 
+def test_record_encoding_keeps_whether_the_body_was_cut() -> None:
+    cut = replace(_record(b"User-agent: *\n"), truncated=True)
+    assert decode_record(encode_record(cut)) == cut
+    assert b"truncated" not in encode_record(replace(cut, truncated=False))
+
+
 def test_passwords_never_reach_the_logs() -> None:
     assert redact("redis://user:secret@host:6379/0") == "redis://user:***@host:6379/0"
     assert redact("redis://:secret@host/0") == "redis://:***@host/0"

@@ -153,3 +153,9 @@ def test_record_survives_a_json_round_trip() -> None:
     assert OriginRecord.from_dict(json.loads(json.dumps(redirected.to_dict()))) == redirected
     saved_before_the_field = {k: v for k, v in record.to_dict().items() if k != "redirected_to"}
     assert OriginRecord.from_dict(saved_before_the_field) == record
+    cut = dataclasses.replace(record, truncated=True)
+    assert OriginRecord.from_dict(json.loads(json.dumps(cut.to_dict()))) == cut
+    saved_before_truncated = {k: v for k, v in record.to_dict().items() if k != "truncated"}
+    assert OriginRecord.from_dict(saved_before_truncated) == record
+    with pytest.raises(ValueError, match="truncated"):
+        OriginRecord.from_dict({**record.to_dict(), "truncated": "yes"})

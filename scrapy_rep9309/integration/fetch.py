@@ -77,11 +77,13 @@ class _SizeBudget:
         return self.limit * DECOMPRESSED_FACTOR
 
     def cut(self, response: Response) -> Response:
-        """``response`` without the bytes past the limit: the network read that crossed
-        it brought them, as many as that read held (up to 64 KiB)."""
-        if len(response.body) <= self.limit:
+        """``response`` without the bytes past the limit and one more octet (which tells
+        the parser whether the last line read is whole, and anyone that it was cut): the
+        network read that crossed the limit brought them, as many as it held (up to
+        64 KiB)."""
+        if len(response.body) <= self.limit + 1:
             return response
-        return response.replace(body=response.body[: self.limit])
+        return response.replace(body=response.body[: self.limit + 1])
 
 
 class _SizeLimiter:
@@ -134,8 +136,8 @@ def live_download(request: Request) -> ResponseLook | None:
 
     Returns the budget's ``cut`` for the response as it comes back from the handler,
     before the HTTP cache stores it and HttpCompressionMiddleware decompresses it: a
-    compressed body is then decompressed from exactly its first REP9309_MAX_SIZE bytes,
-    as ``check`` does (``tools/urlfetch.py``), whatever the network reads were."""
+    compressed body is then decompressed from exactly its first REP9309_MAX_SIZE + 1
+    bytes, as ``check`` does (``tools/urlfetch.py``), whatever the network reads were."""
     budget = request.meta.get(SIZE_BUDGET_META)
     if budget is None:
         return None
@@ -353,7 +355,9 @@ def _answered(
     return answered(
         origin,
         response.status,
-        body[: settings.max_size],
+        # One octet past the limit: the parser drops a last line the limit cuts only when
+        # it sees that the line goes on (``rules/parser.py``, ``limit_size``).
+        body[: settings.max_size + 1],
         redirects=redirects,
         final_url=response.url,
         truncated="download_stopped" in response.flags or len(body) > settings.max_size,

@@ -460,7 +460,8 @@ class RobotsTxtMiddleware:
         REP9309_MAX_SIZE, a redirect that was not followed, no status (refused locally)."""
         status = record.status
         body = record.body
-        whole = len(body) < self.settings.max_size
+        # A record of an earlier version has no ``truncated``: its length tells, roughly.
+        whole = not record.truncated and len(body) < self.settings.max_size
         if status is None or not (200 <= status < 300 or 400 <= status < 500) or not whole:
             self.stats.inc_value(ROBOTS_COPY_DOWNLOADED_STAT)
             logger.debug(

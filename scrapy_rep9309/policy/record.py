@@ -85,6 +85,10 @@ class OriginRecord:
     #: it came from the origin's own ``/robots.txt``. A spider's own robots.txt request
     #: answered from this copy gets it as ``response.url``, as after a real download.
     redirected_to: str | None
+    #: Whether the body was cut at REP9309_MAX_SIZE: the copy then cannot stand in for a
+    #: spider's own download of robots.txt. Not always told by the body's length: a body
+    #: sent compressed is cut before it is decompressed.
+    truncated: bool
 
     def __init__(
         self,
@@ -97,6 +101,7 @@ class OriginRecord:
         retry_at: float = 0.0,
         last_failure: str | None = None,
         redirected_to: str | None = None,
+        truncated: bool = False,
         *,
         packed_body: bytes | None = None,
     ) -> None:
@@ -114,6 +119,7 @@ class OriginRecord:
             ("retry_at", retry_at),
             ("last_failure", last_failure),
             ("redirected_to", redirected_to),
+            ("truncated", truncated),
         ):
             object.__setattr__(self, name, value)
 
@@ -156,6 +162,7 @@ class OriginRecord:
             "retry_at": self.retry_at,
             "last_failure": self.last_failure,
             "redirected_to": self.redirected_to,
+            "truncated": self.truncated,
         }
 
     @classmethod
@@ -189,6 +196,9 @@ class OriginRecord:
             value = data.get(name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name} is not a string")
+        truncated = data.get("truncated", False)  # absent in records of earlier versions
+        if not isinstance(truncated, bool):
+            raise ValueError("truncated is not true or false")
         return cls(
             outcome,
             status,
@@ -199,6 +209,7 @@ class OriginRecord:
             retry_at=float(times[2]),
             last_failure=data.get("last_failure"),
             redirected_to=data.get("redirected_to"),
+            truncated=truncated,
         )
 
 
@@ -236,6 +247,7 @@ def record_after_fetch(
             fetched_at=now,
             expires_at=now + cache_lifetime(result, settings),
             redirected_to=result.final_url if result.redirects else None,
+            truncated=result.truncated and result.outcome == AVAILABLE,
         )
     failures = (previous.failures if previous is not None else 0) + 1
     retry_at = now + retry_delay(failures, result.retry_after, settings)

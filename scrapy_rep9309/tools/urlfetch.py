@@ -5,10 +5,21 @@ Used by ``python -m scrapy_rep9309 check``, which runs without Scrapy's engine
 loops are seen) and the body is read up to the size limit and no further; the
 redirect rules and the classification are ``fetchresult``'s, shared with the
 middleware's fetcher.
+
+Where urllib reads an answer differently from Scrapy's downloader (Twisted), this
+module reads it as a crawl does, so that ``check`` and a crawl decide alike: a body
+shorter than its ``Content-Length`` or a conflicting or invalid ``Content-Length`` is a
+failed download (unreachable), as is any answer ``http.client`` cannot read; TLS
+certificates are not verified (Scrapy's default context factory does not verify them).
+Two differences remain, documented in docs/api.md: ``http.client`` takes a ``103``
+answer for the final one and refuses more than 100 header lines.
 """
 
 from __future__ import annotations
 
+import http.client
+import re
+import ssl
 import threading
 import time
 import urllib.error
@@ -36,6 +47,15 @@ PROGRESS_INTERVAL = 5.0
 _CHUNK = 65536
 
 
+#: Twisted's ``Content-Length`` value: decimal digits, blanks around them allowed.
+_DECIMAL = re.compile(rb"[ \t]*[0-9]+[ \t]*")
+
+
+class BadFraming(ValueError):
+    """The answer's body cannot be told apart from what follows it, or came short: a
+    crawl's download fails there (Twisted's parser, Scrapy's data loss check)."""
+
+
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     """Hand 3xx back to the caller, which counts hops and spots loops itself."""
 
@@ -59,7 +79,9 @@ def fetch_robots(
     origin = Origin.from_url(url)
     if origin is None:
         raise ValueError(f"not an http(s) URL: {url!r}")
-    opener = urllib.request.build_opener(_NoRedirects)
+    opener = urllib.request.build_opener(
+        _NoRedirects, urllib.request.HTTPSHandler(context=_unverified_tls())
+    )
     redirects: list[str] = []
     seen = {url}
     current = url
@@ -71,7 +93,9 @@ def fetch_robots(
             )
         except Undecodable as exc:
             return failed(origin, current, tuple(redirects), str(exc))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            # HTTPException: a status or header line that cannot be read, a chunked body
+            # cut short; a crawl's download fails on all of them.
             return failed(origin, current, tuple(redirects), _describe_error(exc))
         target = redirect_target(current, status, headers.get("Location"))
         if target is None:
@@ -111,8 +135,9 @@ def _get(
     max_size: int,
     progress: Callable[[str], None],
 ) -> tuple[int, Message, bytes, bool]:
-    """One GET: status, headers, body up to ``max_size`` (decoded if the server compressed
-    it), whether it was cut."""
+    """One GET: status, headers, body up to ``max_size`` and one more octet (decoded if
+    the server compressed it), whether it was cut. The octet past the limit, as in a
+    crawl, tells the parser whether the last line read is whole."""
     headers = {"User-Agent": user_agent, "Accept-Encoding": "identity"}  # as the middleware
     request = urllib.request.Request(url, headers=headers)
     with _still_waiting(url, progress):
@@ -121,17 +146,48 @@ def _get(
         except urllib.error.HTTPError as error:
             response = error
         with response:
+            _check_content_length(response.headers)
             body, truncated = _read_limited(response, max_size)
+            missing = getattr(response, "length", None)
+            if missing and not truncated:  # the connection closed before the end
+                raise BadFraming(f"data loss: {missing} bytes short of Content-Length")
             codings = response.headers.get_all("Content-Encoding")
             if codings:
                 body = decoded(body, codings, max_size * DECOMPRESSED_FACTOR)
                 truncated = truncated or len(body) > max_size
-                body = body[:max_size]
+                body = body[: max_size + 1]
             return response.status, response.headers, body, truncated
 
 
+def _check_content_length(headers: Message) -> None:
+    """Raise BadFraming where Twisted refuses the answer: ``Content-Length`` values (all
+    its lines, comma-separated lists too) that are not decimal numbers, or that differ.
+    ``Transfer-Encoding`` frames the body instead when there is one."""
+    if headers.get("Transfer-Encoding") is not None:
+        return
+    values = [
+        value.encode("latin-1", "replace")
+        for line in headers.get_all("Content-Length") or []
+        for value in line.split(",")
+    ]
+    if not values:
+        return
+    if not all(_DECIMAL.fullmatch(value) for value in values):
+        raise BadFraming(f"invalid Content-Length {values!r}")
+    if len({int(value) for value in values}) > 1:
+        raise BadFraming(f"conflicting Content-Length headers {values!r}")
+
+
+def _unverified_tls() -> ssl.SSLContext:
+    """TLS as Scrapy's downloader speaks it by default: certificates not verified."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 def _read_limited(response: IO[bytes], max_size: int) -> tuple[bytes, bool]:
-    """Read at most ``max_size`` bytes; the rest is never downloaded."""
+    """Read at most ``max_size`` bytes and one more; the rest is never downloaded."""
     chunks: list[bytes] = []
     size = 0
     while size <= max_size:
@@ -141,7 +197,7 @@ def _read_limited(response: IO[bytes], max_size: int) -> tuple[bytes, bool]:
         chunks.append(chunk)
         size += len(chunk)
     body = b"".join(chunks)
-    return body[:max_size], len(body) > max_size
+    return body, len(body) > max_size
 
 
 @contextmanager
