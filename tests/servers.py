@@ -304,8 +304,8 @@ def _self_signed_tls() -> ssl.CertificateOptions:
 
 
 class _RawAnswer(Protocol):
-    """Answers ``/robots.txt`` with its origin's bytes as they are, other paths with a
-    small page; closes the connection after each answer."""
+    """Answers ``/robots.txt`` (and any other path given bytes) with its origin's bytes
+    as they are, other paths with a small page; closes the connection after each answer."""
 
     def __init__(self, origin: RawOrigin) -> None:
         self.origin = origin
@@ -318,8 +318,8 @@ class _RawAnswer(Protocol):
             return
         path = head.split(b" ")[1].decode("latin-1")
         self.origin.paths.append(path)
-        if path == "/robots.txt":
-            self.transport.write(self.origin.robots)
+        if path in self.origin.answers:
+            self.transport.write(self.origin.answers[path])
         else:
             page = b"<html>page</html>"
             self.transport.write(
@@ -335,7 +335,8 @@ class RawOrigin:
     exactly as given): for answers a web framework would not send."""
 
     host: str
-    robots: bytes
+    #: Raw answers by path, ``/robots.txt`` among them.
+    answers: dict[str, bytes]
     paths: list[str] = field(default_factory=list)
     listening: IListeningPort | None = None
     port: int = 0
@@ -361,9 +362,10 @@ class ServerPool:
         self.raw_origins: list[RawOrigin] = []
         self._addresses = loopback_addresses()
 
-    def add_raw(self, robots: bytes) -> RawOrigin:
-        """An origin answering ``/robots.txt`` with ``robots``, bytes as they are."""
-        origin = RawOrigin(next(self._addresses), robots)
+    def add_raw(self, robots: bytes, others: Mapping[str, bytes] | None = None) -> RawOrigin:
+        """An origin answering ``/robots.txt`` with ``robots``, and the paths of
+        ``others`` with theirs, bytes as they are."""
+        origin = RawOrigin(next(self._addresses), {"/robots.txt": robots, **(others or {})})
         factory = Factory.forProtocol(lambda: _RawAnswer(origin))
         origin.listening = _reactor().listenTCP(0, factory, interface=origin.host)
         origin.port = origin.listening.getHost().port

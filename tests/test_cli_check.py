@@ -525,3 +525,17 @@ async def test_slow_fetch_reports_progress(servers: ServerPool) -> None:
     assert result.returncode == 1
     assert f"fetching {site.url('/robots.txt')}" in error_lines(result)
     assert any(line.startswith("still waiting for") for line in error_lines(result))
+
+
+@deferred_f_from_coro_f
+async def test_userinfo_in_the_robots_url_is_not_taken_for_the_host(servers: ServerPool) -> None:
+    """``http://user:pw@host/robots.txt``: a crawl fetches the origin's robots.txt (no
+    userinfo); ``check`` asked urllib for the host ``user:pw@host`` (unreachable)."""
+    site = servers.add(rules(ROBOTS))
+    base = f"http://user:pw@{site.host}:{site.port}"
+
+    result = await run_async(check(f"{base}/robots.txt", "/private/1", "/a"))
+
+    assert verdict(result.stdout, "/private/1")[0] == "disallowed  /private/1", result.stdout
+    assert verdict(result.stdout, "/a")[0] == "allowed     /a"
+    assert site.robots_fetches[0].headers.get("Authorization") is None

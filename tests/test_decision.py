@@ -123,3 +123,12 @@ def test_an_available_robots_txt_cannot_be_decided_without_its_rules() -> None:
     with pytest.raises(ValueError, match="parsed rules"):
         explain(AVAILABLE, None, url, "bot")
     assert is_allowed(AVAILABLE, RobotsTxt.parse(b""), url, "bot")
+
+
+def test_robots_txt_itself_states_no_usage_preferences(rules: RobotsTxt) -> None:
+    """Always allowed, it is not content its group's ``Content-Signal`` speaks of either:
+    a spider's own robots.txt request is never refused for usage."""
+    assert usage_preferences(AVAILABLE, rules, "/page", BOT) != ()
+    assert usage_preferences(AVAILABLE, rules, "/robots.txt", BOT, (EXTENDED,)) == ()
+    assert usage_preferences(AVAILABLE, rules, "http://a.example/robots.txt", BOT) == ()
+    assert explain(AVAILABLE, rules, "/robots.txt", BOT, (), ("train-ai",)).fetched

@@ -17,18 +17,24 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from scrapy.utils.defer import deferred_f_from_coro_f, maybe_deferred_to_future
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from scrapy.utils.defer import deferred_f_from_coro_f, deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import reactor
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 
 from scrapy_rep9309.integration.jobdir import state_path
 from tests._commands import REPO_ROOT, tool_environment
-from tests.crawl import ADDON, BUILTIN, FORBIDDEN_MESSAGE, Wait, run_crawl
+from tests.crawl import ADDON, BUILTIN, FORBIDDEN_MESSAGE, PlanSpider, Wait, run_crawl
 from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, rules
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
 JOB_SETTINGS: dict[str, Any] = {
@@ -345,7 +351,6 @@ async def test_saved_requests_that_cannot_be_restored_are_skipped_with_one_warni
     """A state file whose held requests are partly unreadable (bytes that are no request,
     an origin that is no http(s) origin) restores the others; the rest is named in one
     WARNING, never a crash."""
-    from scrapy import Request
 
     from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, write_state
     from scrapy_rep9309.integration.requestcodec import RequestCodec
@@ -377,7 +382,6 @@ async def test_a_held_request_with_a_time_left_that_is_no_time_is_not_restored(
 ) -> None:
     """A saved request whose time left is NaN or infinite would be held, and keep the
     spider open, forever: the file is ignored with one WARNING."""
-    from scrapy import Request
 
     from scrapy_rep9309.integration.requestcodec import RequestCodec
 
@@ -458,7 +462,6 @@ async def test_a_state_record_with_a_field_of_the_wrong_type_is_ignored_with_a_w
 async def test_a_request_that_cannot_be_saved_goes_to_its_errback_named_in_a_warning(
     servers: ServerPool, tmp_path: Path
 ) -> None:
-    from scrapy import Request
 
     site = servers.add(hang())
     errors: list[str] = []
@@ -510,3 +513,161 @@ async def test_builtin_middleware_downloads_disallowed_pages_at_a_pause(
     downloaded_in_pause = {entry["url"] for entry in paused.results if "status" in entry}
     assert {slow.url("/private/3"), failing.url("/private/3")} <= downloaded_in_pause
     assert job.outcomes() == Counter([home.url("/"), *pages[slow], *pages[failing]])
+
+
+@deferred_f_from_coro_f
+async def test_a_superseded_restored_copy_among_the_newest_never_decides_a_later_run(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """As above, with room for the origin among the REP9309_CACHE_SIZE most recently
+    fetched: run 2 forgets the origin after its Disallow copy, and used to save run 1's
+    Allow copy again, which run 3 (robots.txt answering 503) then used as its stale copy,
+    downloading a page the newest copy forbids (found by a second reviewer)."""
+    from scrapy_rep9309.integration.jobdir import read_state
+
+    jobdir = str(tmp_path / "job")
+    old1, old2 = servers.add(rules(PRIVATE)), servers.add(rules(PRIVATE))
+    site = servers.add(
+        [
+            rules("User-agent: *\nAllow: /\n", headers={"Cache-Control": "max-age=1"}),
+            rules("User-agent: *\nDisallow: /\n"),
+            Reply(503, "busy"),
+        ]
+    )
+    x, y = servers.add(rules(PRIVATE)), servers.add(rules(PRIVATE))
+    first_plan = [old1.url("/a"), old2.url("/a"), Wait(0.3), site.url("/a")]
+    await run_crawl(first_plan, {"JOBDIR": jobdir})
+    await asyncio.sleep(1.5)  # run 1's copy of the site expires
+
+    second_plan = [site.url("/b"), Wait(0.4), old2.url("/b"), Wait(0.4), x.url("/a")]
+    second = await run_crawl(
+        [*second_plan, Wait(0.4), y.url("/a")], {"JOBDIR": jobdir, "REP9309_CACHE_SIZE": 3}
+    )
+    saved = read_state(jobdir).records.get(site.base)
+    third = await run_crawl([site.url("/c")], {"JOBDIR": jobdir, "REP9309_DEFER_TIMEOUT": 2})
+
+    assert second.forbidden_urls == {site.url("/b")}
+    assert saved is None or b"Disallow" in saved.body, "run 1's older copy came back"
+    assert site.url("/c") not in third.urls
+    assert [entry.path for entry in site.page_requests] == ["/a"]
+
+
+@deferred_f_from_coro_f
+async def test_held_requests_go_to_their_errback_when_the_state_cannot_be_written(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """A state file that cannot be written at the pause (a full disk, a JOBDIR removed or
+    read-only; here a file stands where its directory goes): the held requests go to
+    their errback, counted closed, with one WARNING. They were counted saved, and saved
+    nowhere (found by a second reviewer)."""
+    site = servers.add(hang())
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    (jobdir / "rep9309").write_text("in the way")
+    pages = site.urls(["/page/1", "/page/2"])
+
+    result = await run_crawl(
+        pages, {"JOBDIR": str(jobdir), "CLOSESPIDER_TIMEOUT": 1, "DOWNLOAD_TIMEOUT": 2}
+    )
+
+    assert result.ignored_urls == set(pages)
+    assert (result.stat("robotstxt/deferred/saved") or 0) == 0
+    assert result.stat("robotstxt/deferred/closed") == 2
+    warnings = [r.getMessage() for r in result.logs if r.levelname == "WARNING"]
+    assert any("Could not save the robots.txt state" in warning for warning in warnings)
+    assert [r.getMessage() for r in result.logs if r.levelname == "ERROR"] == []
+
+
+@deferred_f_from_coro_f
+async def test_a_restored_copy_is_used_no_longer_than_the_resumed_runs_cache_ttl(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """Saved under the default REP9309_CACHE_TTL (24 h), resumed 2.5 s later with
+    REP9309_CACHE_TTL=1: the copy is too old for this run, so robots.txt is fetched again
+    (it forbids now). It decided for 24 h (found by a second reviewer)."""
+    jobdir = str(tmp_path / "job")
+    site = servers.add([rules("User-agent: *\nAllow: /\n"), rules("User-agent: *\nDisallow: /\n")])
+    await run_crawl([site.url("/a")], {"JOBDIR": jobdir})
+    await asyncio.sleep(2.5)
+
+    second = await run_crawl([site.url("/b")], {"JOBDIR": jobdir, "REP9309_CACHE_TTL": 1})
+
+    assert len(site.robots_fetches) == 2
+    assert second.forbidden_urls == {site.url("/b")}
+
+
+@deferred_f_from_coro_f
+async def test_a_restored_request_is_held_no_longer_than_the_resumed_runs_defer_timeout(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """A saved request with an hour left (or any finite time) resumed with
+    REP9309_DEFER_TIMEOUT=2 while its robots.txt keeps failing: it goes to its errback
+    after 2 s. It was held, and the spider kept open, for the saved time."""
+
+    from scrapy_rep9309.integration.requestcodec import RequestCodec
+
+    failing = servers.add(Reply(503, "busy"))
+    data = base64.b64encode(RequestCodec(None).encode(Request(failing.url("/saved")))).decode()
+    path = state_path(tmp_path / "job")
+    path.parent.mkdir(parents=True)
+    held = [{"origin": failing.base, "remaining": 3600.0, "request": data}]
+    document = {"format": "scrapy-rep9309 JOBDIR state", "version": 1, "records": {}}
+    path.write_text(json.dumps({**document, "saved_at": time.time(), "held": held}))
+
+    result = await run_crawl(
+        [], {"JOBDIR": str(tmp_path / "job"), "REP9309_DEFER_TIMEOUT": 2, "CLOSESPIDER_TIMEOUT": 30}
+    )
+
+    assert result.stat("robotstxt/deferred/expired") == 1  # no errback: it has none
+    assert result.duration < 20
+
+
+class _ClosesWhenRobotsTxtArrives(PlanSpider):
+    """Closes the spider as soon as a robots.txt answer is downloaded, before the
+    middleware applies it (the close waits for it to be applied)."""
+
+    closing = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.downloaded, signal=signals.response_downloaded)
+        return spider
+
+    def downloaded(self, response: Response, request: Request, spider: Spider) -> None:
+        if response.url.endswith("/robots.txt") and not self.closing:
+            self.closing = True
+            engine = self.crawler.engine
+            assert engine is not None
+            if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
+                deferred_from_coro(engine.close_spider_async(reason="shutdown"))
+            else:  # pragma: no cover
+                engine.close_spider(self, reason="shutdown")
+
+
+@deferred_f_from_coro_f
+async def test_start_requests_forbidden_by_an_answer_at_the_pause_end_once_over_the_job(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """The pause begins as robots.txt answers: the held start requests are saved, the
+    forbidden one too, and decided after the resume, where the spider yields its start
+    requests again and Scrapy's duplicate filter drops the second of each. Ended at the
+    pause (forbidden), a start request never reached the duplicate filter, and ended a
+    second time after the resume (found by a second reviewer)."""
+    site = servers.add(rules(PRIVATE, delay=0.5))
+    urls = site.urls(["/page/1", "/page/2", "/private/3"])
+    settings = {"JOBDIR": str(tmp_path / "job")}
+
+    first = await run_crawl(urls, settings, spider_cls=_ClosesWhenRobotsTxtArrives)
+    second = await run_crawl(urls, settings)
+
+    ends = Counter(
+        [
+            *(seen.url for run in (first, second) for seen in run.responses),
+            *(failed.url for run in (first, second) for failed in run.failures),
+        ]
+    )
+    assert ends == Counter(urls)
+    assert first.stat("robotstxt/deferred/saved") == 3
+    assert second.forbidden_urls == {site.url("/private/3")}
+    assert sorted(entry.path for entry in site.page_requests) == ["/page/1", "/page/2"]

@@ -91,7 +91,10 @@ async def test_a_request_waiting_in_the_downloader_at_a_pause_is_saved(
     assert paused.stat("robotstxt/deferred") == 3
     if not jobdir:
         assert paused.ignored_urls == {site.url("/waiting")}
-        assert "robots.txt of" in paused.failure_for(site.url("/waiting")).message
+        # The refresh times out while the spider closes: the stale copy is usable again
+        # (RFC 9309 2.4) and allows it, so it ends as an allowed request the close stopped.
+        message = paused.failure_for(site.url("/waiting")).message
+        assert message == f"Spider closed before {site.url('/waiting')} could be downloaded"
         assert paused.stat("robotstxt/deferred/closed") == 1
         return
     assert paused.failures == []
@@ -102,3 +105,42 @@ async def test_a_request_waiting_in_the_downloader_at_a_pause_is_saved(
 
     assert resumed.urls == {site.url("/waiting")}
     assert [entry.path for entry in site.page_requests] == ["/first", "/waiting"]
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("jobdir", [False, True], ids=["errback", "jobdir"])
+async def test_a_request_waiting_in_the_downloader_is_decided_by_an_answer_during_the_close(
+    servers: ServerPool, tmp_path: Path, jobdir: bool
+) -> None:
+    """As above, but the refresh answers while the spider closes (the close waits for a
+    robots.txt download in flight), and forbids the page: the request ends forbidden, as
+    a request held outside the downloader does; under JOBDIR it is saved with that copy
+    and ends forbidden after the resume. Before, that answer did not decide it: without
+    JOBDIR it was closed ("Spider closed before the robots.txt ... was known")."""
+    forbid_all = "User-agent: *\nDisallow: /\n"
+    site = servers.add([rules(ALLOW_ALL), rules(forbid_all, delay=3.5)])
+    slow = servers.add(page_delay=1.5)
+    waiting = Request(site.url("/waiting"), meta={REQUEUED_META: MAX_REQUEUES})
+    plan = [site.url("/first"), slow.url("/slow"), Wait(0.3), waiting]
+    settings: dict[str, Any] = {
+        "REP9309_CACHE_TTL": 0.5,
+        "CONCURRENT_REQUESTS": 1,  # /waiting stays in the scheduler behind /slow
+        "REP9309_FETCH_TIMEOUT": 10,
+        "CLOSESPIDER_TIMEOUT": 3,  # the refresh (from about 1.8 s) answers at about 5.3 s
+        "REP9309_DEFER_TIMEOUT": 60,
+    }
+    if jobdir:
+        settings["JOBDIR"] = str(tmp_path / "job")
+
+    result = await run_crawl(plan, settings)
+    if jobdir:
+        assert result.failures == []
+        assert result.stat("robotstxt/deferred/saved") == 1
+        result = await run_crawl([], settings)
+
+    assert result.urls.isdisjoint({site.url("/waiting")})
+    assert result.forbidden_urls == {site.url("/waiting")}
+    assert len(site.robots_fetches) == 2
+    assert result.stat("robotstxt/forbidden") == 1
+    assert (result.stat("robotstxt/deferred/closed") or 0) == 0
+    assert [entry.path for entry in site.page_requests] == ["/first"]

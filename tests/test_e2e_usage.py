@@ -186,6 +186,24 @@ async def test_a_content_signal_refusal_names_its_line(servers: ServerPool) -> N
     assert "train-ai=n by Content-Signal: ai-train=no, search=yes, line 3 of" in line
 
 
+@deferred_f_from_coro_f
+async def test_a_spiders_own_robots_txt_request_states_no_usage_preferences(
+    servers: ServerPool,
+) -> None:
+    """/robots.txt itself is always allowed and its own ``Content-Usage`` rules do not
+    apply to it; a group's ``Content-Signal`` does not either. It refused a SitemapSpider's
+    own robots.txt request under REP9309_REQUIRE_USAGE, where ``scrapy robots`` said
+    allowed (found by a second reviewer)."""
+    site = servers.add(rules("User-agent: *\nAllow: /\nContent-Signal: ai-train=no\n"))
+    robots_url = site.url("/robots.txt")
+
+    result = await run_crawl([robots_url, site.url("/a")], {"REP9309_REQUIRE_USAGE": "train-ai"})
+
+    assert result.urls == {robots_url}
+    assert result.failure_for(site.url("/a")).message == "Usage refused by robots.txt: train-ai=n"
+    assert len(site.robots_fetches) == 1  # answered from the copy
+
+
 # --- REP9309_EXTRA_USER_AGENTS -----------------------------------------------------------
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
+from scrapy_rep9309.policy.cachecontrol import RETRY_AFTER_LIMIT
+from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord, within_limits
 from scrapy_rep9309.storage.base import HeldRequest, OriginStore
 from scrapy_rep9309.storage.lru import LRUCache
 from scrapy_rep9309.storage.memory import MemoryStore
@@ -159,3 +160,48 @@ def test_record_survives_a_json_round_trip() -> None:
     assert OriginRecord.from_dict(saved_before_truncated) == record
     with pytest.raises(ValueError, match="truncated"):
         OriginRecord.from_dict({**record.to_dict(), "truncated": "yes"})
+
+
+@dataclasses.dataclass
+class _Timing:
+    cache_ttl: float = 100.0
+    retry_delay: float = 1.0
+    retry_max_delay: float = 50.0
+    stale_ttl: float = 1000.0
+
+
+def test_a_record_read_back_is_held_to_this_runs_settings() -> None:
+    """A JOBDIR record is used no longer than this run's REP9309_CACHE_TTL after it was
+    fetched, fetched no later than now, retried no later than a fetch could have set."""
+    now = 10_000.0
+    kept = OriginRecord(AVAILABLE, 200, b"x", fetched_at=now - 10, expires_at=now + 50)
+    assert within_limits(kept, _Timing(), now) is kept
+    edited = dataclasses.replace(kept, expires_at=1e308, retry_at=1e308, failures=1)
+    bounded = within_limits(edited, _Timing(), now)
+    assert bounded.expires_at == now - 10 + 100
+    assert bounded.retry_at == now + RETRY_AFTER_LIMIT
+    from_the_future = dataclasses.replace(kept, fetched_at=now + 5_000, expires_at=now + 5_050)
+    assert within_limits(from_the_future, _Timing(), now).fetched_at == now
+    assert within_limits(from_the_future, _Timing(), now).expires_at == now + 100
+    old = dataclasses.replace(kept, fetched_at=now - 500, expires_at=now + 1_000)
+    assert not within_limits(old, _Timing(), now).is_usable(now, 0)
+
+
+def test_a_record_of_an_earlier_version_cut_at_the_limit_drops_its_cut_line() -> None:
+    """Earlier versions stored a cut body's first REP9309_MAX_SIZE octets only, with no
+    ``truncated``: the parser could not see that the last line went on (``Disallow:
+    /private-zone/`` cut to ``Disallow: /`` forbade everything). Such a record is read as
+    cut, without that line; one shorter than any limit, or of this version, as it is."""
+    head = b"User-agent: *\nDisallow: /private/\n"
+    body = head + b"#" * (512_000 - len(head) - len(b"\nDisallow: /")) + b"\nDisallow: /"
+    fields = OriginRecord(AVAILABLE, 200, body, fetched_at=1.0, expires_at=2.0).to_dict()
+    earlier = {name: value for name, value in fields.items() if name != "truncated"}
+
+    read = OriginRecord.from_dict(earlier)
+
+    assert read.truncated
+    assert read.body == body[: -len(b"Disallow: /")]
+    assert OriginRecord.from_dict(fields).body == body  # this version's: as it is
+    small = {**earlier, "body": "User-agent: *\nDisallow: /"}
+    assert not OriginRecord.from_dict(small).truncated
+    assert OriginRecord.from_dict(small).body == b"User-agent: *\nDisallow: /"

@@ -21,7 +21,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Coroutine, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydispatch.dispatcher import getAllReceivers, liveReceivers
@@ -173,6 +173,8 @@ class OriginDriver:
         #: middleware ends them). A store call that outlives the close ends its own
         #: requests (``_end_late``), except these.
         self._handed_over: set[int] | None = None
+        #: Records restored from JOBDIR whose origin this run has not taken up (``restore``).
+        self._restored: dict[str, OriginRecord] = {}
         #: Fleet: origins whose lease renewal is under way; requests waiting for a peek.
         self._renewing: set[Origin] = set()
         self._peeks: dict[Origin, list[Deferred[None]]] = {}
@@ -469,12 +471,22 @@ class OriginDriver:
         finally:
             self._renewing.discard(origin)
 
+    def restore(self, records: dict[str, OriginRecord]) -> None:
+        """Records read from JOBDIR: ``records`` returns them again (to be saved at the
+        pause) until this run takes up their origin, whose copy then is the newest, or
+        none once it is forgotten (an older copy saved again could decide, RFC 9309 2.4)."""
+        self._restored = dict(records)
+
     def records(self) -> dict[str, OriginRecord]:
-        """The newest record of every origin in memory, by store key (for JOBDIR)."""
+        """The newest record of every origin in memory, by store key, and the restored
+        records of origins this run never took up (for JOBDIR)."""
         return {
-            str(origin): machine.record
-            for origin, machine in self.machines.items()
-            if machine.record is not None
+            **self._restored,
+            **{
+                str(origin): machine.record
+                for origin, machine in self.machines.items()
+                if machine.record is not None
+            },
         }
 
     async def close(self) -> list[Leftover]:
@@ -484,6 +496,10 @@ class OriginDriver:
         Requests whose wait expired meanwhile go to their errback here, with the reason.
         """
         await self._let_answers_finish()
+        # Those left by requests that waited inside the downloader until closing began
+        # (``leave_for_close``): an answer that came since decides them, as it decided
+        # the requests held outside (released with it).
+        self._undelivered = [self._with_newest_copy(left) for left in self._undelivered]
         if self.shared:
             await self._settle_store_calls()
             # Kept in the process while the store was down: no peer can see those.
@@ -521,6 +537,12 @@ class OriginDriver:
             leftovers = await self._leave_leftovers(leftovers)
             self._handed_over = {id(leftover.request) for leftover in leftovers}
         return leftovers
+
+    def _with_newest_copy(self, leftover: Leftover) -> Leftover:
+        if leftover.record is not None:
+            return leftover
+        record = self.usable(leftover.origin)
+        return leftover if record is None else replace(leftover, record=record)
 
     async def _let_answers_finish(self) -> None:
         """At close: carry out the answers already downloaded (a few seconds at most), so
@@ -564,8 +586,11 @@ class OriginDriver:
     def _machine(self, origin: Origin) -> OriginMachine:
         machine = self.machines.get(origin)
         if machine is None:
-            machine = OriginMachine(str(origin), self.settings)
+            key = str(origin)
+            machine = OriginMachine(key, self.settings)
             self.machines.put(origin, machine)
+            if self._restored:
+                self._restored.pop(key, None)  # this run's copy is the one to save now
         return machine
 
     @property

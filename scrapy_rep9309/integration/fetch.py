@@ -59,6 +59,9 @@ ROBOTS_REQUEST_META: dict[str, Any] = {
     "handle_httpstatus_all": True,
     "allow_offsite": True,
     "download_warnsize": 0,
+    # A robots.txt the connection cut short is unreachable, not read as whole (a rule cut
+    # in half, or missing), whatever DOWNLOAD_FAIL_ON_DATALOSS says for pages.
+    "download_fail_on_dataloss": True,
 }
 
 

@@ -52,7 +52,7 @@ from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_d
 from scrapy_rep9309.integration.startup import log_parser_implementation
 from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
-from scrapy_rep9309.policy.record import AVAILABLE
+from scrapy_rep9309.policy.record import AVAILABLE, within_limits
 from scrapy_rep9309.rules.matcher import is_robots_txt
 from scrapy_rep9309.rules.usage import combine_statements, header_preferences
 from scrapy_rep9309.rules.useragent import token_problem
@@ -126,7 +126,6 @@ class RobotsTxtMiddleware:
         self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
         self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
         self._codec = RequestCodec(None)
-        self._restored: dict[str, OriginRecord] = {}
         self._crawl_delay_keeper: CrawlDelayKeeper | None = None
         self._closed = False
 
@@ -224,18 +223,21 @@ class RobotsTxtMiddleware:
             raise CloseSpider(reason)
 
     async def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
-        """Decide what an answer during closing decided; save (JOBDIR) or errback the rest."""
+        """Save every leftover under JOBDIR; else errback them, deciding first those an
+        answer during closing decided (forbidden ones end forbidden).
+
+        Under JOBDIR a leftover is decided after the resume, by the copy saved with it (or
+        a newer one), on its way through the scheduler: ended here, it would not have
+        reached Scrapy's duplicate filter, so a start request the spider yields again on
+        the resume would end a second time."""
         self._closed = True
-        to_save: list[Leftover] = []
-        for leftover in await self.driver.close():
-            if leftover.record is not None and await self._forbidden_at_close(leftover):
-                continue
-            if self._jobdir:
-                to_save.append(leftover)
-            else:
-                await self._close_unsent(leftover)
+        leftovers = await self.driver.close()
         if self._jobdir:
-            await self._pause(to_save)
+            await self._pause(leftovers)
+        else:
+            for leftover in leftovers:
+                if leftover.record is None or not await self._forbidden_at_close(leftover):
+                    await self._close_unsent(leftover)
         await self._patient_store.close()  # calls still waiting out an outage give up
         logger.info(self.accounting.summary(self.stats.get_stats()))
         for line in self.accounting.all_forbidden_warnings():
@@ -268,6 +270,7 @@ class RobotsTxtMiddleware:
         now = time.time()
         state = JobState(records=self._records_to_save(now))
         unsaved: list[Leftover] = []
+        saved: list[Leftover] = []
         for leftover in leftovers:
             try:
                 data = self._codec.encode(leftover.request)
@@ -276,7 +279,7 @@ class RobotsTxtMiddleware:
                 continue
             remaining = max(0.0, leftover.deadline - now)
             state.held.append(SavedRequest(str(leftover.origin), remaining, data))
-            self.accounting.count(leftover.origin, "saved")
+            saved.append(leftover)
         if unsaved:
             logger.warning(
                 "%d held requests cannot be saved for the resume (they cannot be "
@@ -286,7 +289,22 @@ class RobotsTxtMiddleware:
             )
             for leftover in unsaved:
                 await self._close_unsent(leftover)
-        path = write_state(self._jobdir, state, now)
+        try:
+            path = write_state(self._jobdir, state, now)
+        except OSError as exc:  # a full disk, a JOBDIR removed or read-only meanwhile
+            logger.warning(
+                "Could not save the robots.txt state in %s (%s: %s): the %d held requests go "
+                "to their errback, and every robots.txt is fetched again on a resume",
+                self._jobdir,
+                type(exc).__name__,
+                exc,
+                len(saved),
+            )
+            for leftover in saved:
+                await self._close_unsent(leftover)
+            return
+        for leftover in saved:
+            self.accounting.count(leftover.origin, "saved")
         logger.info(
             "Saved the robots.txt state for the resume: %d origins, %d held requests, in %s",
             len(state.records),
@@ -297,7 +315,7 @@ class RobotsTxtMiddleware:
     def _records_to_save(self, now: float) -> dict[str, OriginRecord]:
         """The records restored at the start, updated by this run's: REP9309_CACHE_SIZE of
         them at most, the most recently fetched first, never dropping one in backoff."""
-        records = {**self._restored, **self.driver.records()}
+        records = self.driver.records()
         if len(records) <= self.settings.cache_size:
             return records
         newest_first = sorted(records.items(), key=lambda item: -item[1].fetched_at)
@@ -308,10 +326,15 @@ class RobotsTxtMiddleware:
     async def _resume(self, state: JobState) -> None:
         """Restore the saved records (a store that already has newer ones keeps them) and
         hold the saved requests again, in their order, with the defer time they had left."""
-        self._restored = state.records
-        for key, record in state.records.items():
-            await self.store.save(key, record, None)
         now = time.time()
+        # Held to this run's settings: a copy is used no longer than REP9309_CACHE_TTL,
+        # a request held no longer than REP9309_DEFER_TIMEOUT, whatever the file says.
+        records = {
+            key: within_limits(record, self.settings, now) for key, record in state.records.items()
+        }
+        self.driver.restore(records)
+        for key, record in records.items():
+            await self.store.save(key, record, None)
         undecodable = 0
         for saved in state.held:
             origin = Origin.from_url(saved.origin)
@@ -323,7 +346,8 @@ class RobotsTxtMiddleware:
             if origin is None:
                 undecodable += 1
                 continue
-            self.driver.hold(origin, request, deadline=now + saved.remaining)
+            remaining = min(saved.remaining, self.settings.defer_timeout)
+            self.driver.hold(origin, request, deadline=now + remaining)
         if undecodable:
             logger.warning(
                 "%d saved held requests could not be restored (the spider changed?)",

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, OriginRecord
+from scrapy_rep9309.rules.matcher import is_robots_txt
 from scrapy_rep9309.rules.robotstxt import Decision, RobotsTxt
 from scrapy_rep9309.rules.usage import DISALLOW, Preference, combine_preferences
 
@@ -80,7 +81,7 @@ def usage_preferences(
     any ``n`` wins, then ``y``). Each preference names the rule that stated it.
     Costs a cached look-up per user agent when their groups state none.
     """
-    if outcome != AVAILABLE:
+    if outcome != AVAILABLE or is_robots_txt(url):  # /robots.txt: always allowed, as is
         return ()
     if rules is None:
         raise ValueError(NO_RULES)

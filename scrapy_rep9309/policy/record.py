@@ -16,6 +16,9 @@ import zlib
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from scrapy_rep9309.policy.cachecontrol import RETRY_AFTER_LIMIT
+from scrapy_rep9309.rules.parser import MIN_MAX_SIZE, whole_lines
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -196,8 +199,14 @@ class OriginRecord:
             value = data.get(name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name} is not a string")
-        truncated = data.get("truncated", False)  # absent in records of earlier versions
-        if not isinstance(truncated, bool):
+        truncated = data.get("truncated")
+        if truncated is None:
+            # A record of an earlier version, which kept no octet past REP9309_MAX_SIZE:
+            # one that long may be cut, in the middle of a line, which would be read.
+            truncated = len(body) >= MIN_MAX_SIZE
+            if truncated:
+                body = whole_lines(body)
+        elif not isinstance(truncated, bool):
             raise ValueError("truncated is not true or false")
         return cls(
             outcome,
@@ -268,6 +277,23 @@ def record_after_fetch(
         retry_at=retry_at,
         last_failure=failure,
     )
+
+
+def within_limits(record: OriginRecord, settings: RecordTiming, now: float) -> OriginRecord:
+    """A record read back from outside this run (a JOBDIR state file), held to this run's
+    settings: fetched no later than ``now``, used no longer than REP9309_CACHE_TTL after
+    that, and retried no later than the longest wait a fetch could have set (a hand-edited
+    or far-future time would otherwise keep a copy, or a backoff, for ever)."""
+    fetched_at = min(record.fetched_at, now)
+    expires_at = min(record.expires_at, fetched_at + settings.cache_ttl)
+    retry_at = min(record.retry_at, now + max(settings.retry_max_delay, RETRY_AFTER_LIMIT))
+    if (fetched_at, expires_at, retry_at) == (
+        record.fetched_at,
+        record.expires_at,
+        record.retry_at,
+    ):
+        return record
+    return replace(record, fetched_at=fetched_at, expires_at=expires_at, retry_at=retry_at)
 
 
 #: The fields of ``OriginRecord.to_dict``: the body unpacked.

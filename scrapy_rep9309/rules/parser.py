@@ -115,10 +115,17 @@ def limit_size(body: bytes, max_size: int) -> bytes:
     if len(body) <= max_size:
         return body
     kept = body[:max_size]
-    if body[max_size] in _LINE_ENDS or kept[-1] in _LINE_ENDS:
+    if body[max_size] in _LINE_ENDS:
         return kept
-    last_end = max(kept.rfind(b"\n"), kept.rfind(b"\r"))
-    return kept[: last_end + 1]
+    return whole_lines(kept)
+
+
+def whole_lines(body: bytes) -> bytes:
+    """``body`` without a last line that has no line end: one cut short, by a size limit."""
+    if not body or body[-1] in _LINE_ENDS:
+        return body
+    last_end = max(body.rfind(b"\n"), body.rfind(b"\r"))
+    return body[: last_end + 1]
 
 
 def skip_bom(body: bytes) -> bytes:

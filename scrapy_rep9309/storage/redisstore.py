@@ -1027,8 +1027,7 @@ def encode_record(record: OriginRecord) -> bytes:
     }
     if record.redirected_to is not None and len(record.redirected_to) <= REDIRECT_LIMIT:
         header["redirected_to"] = record.redirected_to
-    if record.truncated:
-        header["truncated"] = True
+    header["truncated"] = record.truncated  # absent: a record of an earlier version
     return json.dumps(header, separators=(",", ":")).encode() + b"\n" + record.body
 
 

@@ -23,6 +23,7 @@ import ssl
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +48,8 @@ PROGRESS_INTERVAL = 5.0
 _CHUNK = 65536
 
 
+#: Statuses whose answer has no body: Twisted reads none of their framing headers.
+_NO_BODY_STATUSES = (204, 304)
 #: Twisted's ``Content-Length`` value: decimal digits, blanks around them allowed.
 _DECIMAL = re.compile(rb"[ \t]*[0-9]+[ \t]*")
 
@@ -79,6 +82,7 @@ def fetch_robots(
     origin = Origin.from_url(url)
     if origin is None:
         raise ValueError(f"not an http(s) URL: {url!r}")
+    url = _without_userinfo(url)  # a crawl fetches the origin's robots.txt, without it
     opener = urllib.request.build_opener(
         _NoRedirects, urllib.request.HTTPSHandler(context=_unverified_tls())
     )
@@ -97,7 +101,9 @@ def fetch_robots(
             # HTTPException: a status or header line that cannot be read, a chunked body
             # cut short; a crawl's download fails on all of them.
             return failed(origin, current, tuple(redirects), _describe_error(exc))
-        target = redirect_target(current, status, headers.get("Location"))
+        # The last Location line, as Scrapy's Headers.get reads it.
+        location = (headers.get_all("Location") or [None])[-1]
+        target = redirect_target(current, status, location)
         if target is None:
             return answered(
                 origin,
@@ -146,7 +152,8 @@ def _get(
         except urllib.error.HTTPError as error:
             response = error
         with response:
-            _check_content_length(response.headers)
+            if response.status not in _NO_BODY_STATUSES:
+                _check_framing(response.headers)
             body, truncated = _read_limited(response, max_size)
             missing = getattr(response, "length", None)
             if missing and not truncated:  # the connection closed before the end
@@ -159,11 +166,15 @@ def _get(
             return response.status, response.headers, body, truncated
 
 
-def _check_content_length(headers: Message) -> None:
-    """Raise BadFraming where Twisted refuses the answer: ``Content-Length`` values (all
-    its lines, comma-separated lists too) that are not decimal numbers, or that differ.
-    ``Transfer-Encoding`` frames the body instead when there is one."""
-    if headers.get("Transfer-Encoding") is not None:
+def _check_framing(headers: Message) -> None:
+    """Raise BadFraming where Twisted refuses the answer: a ``Transfer-Encoding`` whose
+    first line is not ``chunked`` (the only one it decodes); without one,
+    ``Content-Length`` values (all its lines, comma-separated lists too) that are not
+    decimal numbers, or that differ."""
+    encodings = headers.get_all("Transfer-Encoding")
+    if encodings:
+        if encodings[0].strip().lower() != "chunked":
+            raise BadFraming(f"transfer coding {encodings[0]!r} cannot be decoded")
         return
     values = [
         value.encode("latin-1", "replace")
@@ -176,6 +187,14 @@ def _check_content_length(headers: Message) -> None:
         raise BadFraming(f"invalid Content-Length {values!r}")
     if len({int(value) for value in values}) > 1:
         raise BadFraming(f"conflicting Content-Length headers {values!r}")
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without ``user:password@``, which urllib would take for part of the host."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _unverified_tls() -> ssl.SSLContext:
