@@ -81,14 +81,14 @@ def usage_preferences(
     any ``n`` wins, then ``y``). Each preference names the rule that stated it.
     Costs a cached look-up per user agent when their groups state none.
     """
-    if outcome != AVAILABLE or is_robots_txt(url):  # /robots.txt: always allowed, as is
+    if outcome != AVAILABLE:
         return ()
     if rules is None:
         raise ValueError(NO_RULES)
     stating = [user_agent] if rules.states_usage(user_agent) else []
     if extra_user_agents:
         stating += [agent for agent in extra_user_agents if rules.states_usage(agent)]
-    if not stating:
+    if not stating or is_robots_txt(url):  # /robots.txt: always allowed, as it is
         return ()
     statements = []
     for agent in stating:
