@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import errno
 import json
 import signal
 import subprocess
@@ -17,7 +18,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 from scrapy import Request, Spider, signals
@@ -671,3 +672,57 @@ async def test_start_requests_forbidden_by_an_answer_at_the_pause_end_once_over_
     assert first.stat("robotstxt/deferred/saved") == 3
     assert second.forbidden_urls == {site.url("/private/3")}
     assert sorted(entry.path for entry in site.page_requests) == ["/page/1", "/page/2"]
+
+
+def _full_disk(*args: object, **kwargs: object) -> NoReturn:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@deferred_f_from_coro_f
+async def test_a_state_that_cannot_be_written_removes_the_one_saved_before(
+    servers: ServerPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run 1 saves an Allow copy; run 2 sees the Disallow copy that supersedes it, and
+    its state cannot be written (a full disk). Run 3 used to resume from run 1's state
+    and, robots.txt answering 503, decide by that copy, stale: a page the newest copy
+    forbids was downloaded (found by a second reviewer). Run 2 removes the older state."""
+    from scrapy_rep9309.integration import middleware
+
+    jobdir = str(tmp_path / "job")
+    site = servers.add(
+        [
+            rules("User-agent: *\nAllow: /\n", headers={"Cache-Control": "max-age=1"}),
+            rules("User-agent: *\nDisallow: /\n"),
+            Reply(503, "busy"),
+        ]
+    )
+    await run_crawl([site.url("/a")], {"JOBDIR": jobdir})
+    await asyncio.sleep(1.5)  # run 1's copy expires
+    with monkeypatch.context() as patched:
+        patched.setattr(middleware, "write_state", _full_disk)
+        second = await run_crawl([site.url("/b")], {"JOBDIR": jobdir})
+    third = await run_crawl([site.url("/c")], {"JOBDIR": jobdir, "REP9309_DEFER_TIMEOUT": 2})
+
+    assert second.forbidden_urls == {site.url("/b")}
+    assert site.url("/c") not in third.urls
+    assert [entry.path for entry in site.page_requests] == ["/a"]
+
+
+@deferred_f_from_coro_f
+async def test_a_forbidden_leftover_that_cannot_be_saved_ends_forbidden(
+    servers: ServerPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pause begins as robots.txt answers, and the state cannot be written: the
+    request that answer forbids ends forbidden, as without JOBDIR (it ended "closed")."""
+    from scrapy_rep9309.integration import middleware
+
+    site = servers.add(rules(PRIVATE, delay=0.5))
+    urls = site.urls(["/page/1", "/private/3"])
+    monkeypatch.setattr(middleware, "write_state", _full_disk)
+
+    result = await run_crawl(
+        urls, {"JOBDIR": str(tmp_path / "job")}, spider_cls=_ClosesWhenRobotsTxtArrives
+    )
+
+    assert result.forbidden_urls == {site.url("/private/3")}
+    assert result.stat("robotstxt/deferred/closed") == 1

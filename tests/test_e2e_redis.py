@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -514,3 +515,34 @@ async def test_redis_restarted_during_the_crawl(
     assert len(errors) == 1 and "unavailable" in errors[0], errors
     assert any("answers again" in m for m in result.messages(logging.INFO, "scrapy_rep9309"))
     assert result.stat("robotstxt/store/errors") >= 1
+
+
+@deferred_f_from_coro_f
+async def test_a_jobdir_copy_never_comes_back_into_the_fleets_store(
+    servers: ServerPool, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Run 1 saves copy R1 (Allow) under JOBDIR and in Redis; a peer refreshes it to R2
+    (Disallow), which then leaves Redis (expired, no stale time). The resumed run used to
+    write R1 back into Redis and, robots.txt answering 503, decide by it as its stale
+    copy: a page the newest copy forbids was downloaded (found by a second reviewer). A
+    shared store keeps its own records: the resumed run has no usable copy."""
+    jobdir = str(tmp_path / "job")
+    site = servers.add(
+        [
+            rules("User-agent: *\nAllow: /\n", headers={"Cache-Control": "max-age=1"}),
+            rules("User-agent: *\nDisallow: /\n", headers={"Cache-Control": "max-age=1"}),
+            Reply(503, "busy"),
+        ]
+    )
+    await run_crawl([site.url("/a")], _redis(redis_server, JOBDIR=jobdir))
+    await asyncio.sleep(1.5)
+    peer = await run_crawl([site.url("/b")], _redis(redis_server, REP9309_STALE_TTL=0))
+    await asyncio.sleep(2.0)  # R2 leaves Redis
+
+    resumed = await run_crawl(
+        [site.url("/c")], _redis(redis_server, JOBDIR=jobdir, REP9309_DEFER_TIMEOUT=2)
+    )
+
+    assert peer.forbidden_urls == {site.url("/b")}
+    assert site.url("/c") not in resumed.urls
+    assert [entry.path for entry in site.page_requests] == ["/a"]

@@ -190,8 +190,9 @@ def test_a_record_read_back_is_held_to_this_runs_settings() -> None:
 def test_a_record_of_an_earlier_version_cut_at_the_limit_drops_its_cut_line() -> None:
     """Earlier versions stored a cut body's first REP9309_MAX_SIZE octets only, with no
     ``truncated``: the parser could not see that the last line went on (``Disallow:
-    /private-zone/`` cut to ``Disallow: /`` forbade everything). Such a record is read as
-    cut, without that line; one shorter than any limit, or of this version, as it is."""
+    /private-zone/`` cut to ``Disallow: /`` forbade everything). Such a record (or a whole
+    one as long) is due for a refresh at once and read, meanwhile, as cut, without that
+    line; one shorter than any limit, or of this version, as it is."""
     head = b"User-agent: *\nDisallow: /private/\n"
     body = head + b"#" * (512_000 - len(head) - len(b"\nDisallow: /")) + b"\nDisallow: /"
     fields = OriginRecord(AVAILABLE, 200, body, fetched_at=1.0, expires_at=2.0).to_dict()
@@ -201,6 +202,7 @@ def test_a_record_of_an_earlier_version_cut_at_the_limit_drops_its_cut_line() ->
 
     assert read.truncated
     assert read.body == body[: -len(b"Disallow: /")]
+    assert read.expires_at == read.fetched_at  # due for a refresh: it may have been whole
     assert OriginRecord.from_dict(fields).body == body  # this version's: as it is
     small = {**earlier, "body": "User-agent: *\nDisallow: /"}
     assert not OriginRecord.from_dict(small).truncated

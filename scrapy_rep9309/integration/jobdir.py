@@ -52,6 +52,13 @@ def state_path(jobdir: str | os.PathLike[str]) -> Path:
     return Path(jobdir) / STATE_DIRECTORY / STATE_FILE
 
 
+def discard_state(jobdir: str | os.PathLike[str]) -> None:
+    """Remove the state saved at an earlier pause (OSError if it cannot be): when this
+    pause's cannot be written, a resume must not take up that older one, whose copies
+    this run may have seen superseded and whose held requests it may have ended."""
+    state_path(jobdir).unlink(missing_ok=True)
+
+
 def write_state(jobdir: str | os.PathLike[str], state: JobState, now: float) -> Path:
     """Write ``state`` atomically: a temporary file in the same directory, then rename."""
     path = state_path(jobdir)

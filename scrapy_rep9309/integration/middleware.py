@@ -44,7 +44,13 @@ from scrapy_rep9309.integration.driver import (
     closing_reason,
 )
 from scrapy_rep9309.integration.fetch import live_download
-from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, read_state, write_state
+from scrapy_rep9309.integration.jobdir import (
+    JobState,
+    SavedRequest,
+    discard_state,
+    read_state,
+    write_state,
+)
 from scrapy_rep9309.integration.lastlook import install as install_last_look
 from scrapy_rep9309.integration.requestcodec import RequestCodec
 from scrapy_rep9309.integration.resilience import PatientStore
@@ -236,12 +242,17 @@ class RobotsTxtMiddleware:
             await self._pause(leftovers)
         else:
             for leftover in leftovers:
-                if leftover.record is None or not await self._forbidden_at_close(leftover):
-                    await self._close_unsent(leftover)
+                await self._end_at_close(leftover)
         await self._patient_store.close()  # calls still waiting out an outage give up
         logger.info(self.accounting.summary(self.stats.get_stats()))
         for line in self.accounting.all_forbidden_warnings():
             logger.warning(line)
+
+    async def _end_at_close(self, leftover: Leftover) -> None:
+        """Errback a leftover that is not saved: forbidden if an answer during closing
+        forbade it, else closed."""
+        if leftover.record is None or not await self._forbidden_at_close(leftover):
+            await self._close_unsent(leftover)
 
     async def _forbidden_at_close(self, leftover: Leftover) -> bool:
         """Decide a request its robots.txt answered for while the spider was closing:
@@ -288,20 +299,11 @@ class RobotsTxtMiddleware:
                 ", ".join(str(leftover.request) for leftover in unsaved),
             )
             for leftover in unsaved:
-                await self._close_unsent(leftover)
+                await self._end_at_close(leftover)
         try:
             path = write_state(self._jobdir, state, now)
         except OSError as exc:  # a full disk, a JOBDIR removed or read-only meanwhile
-            logger.warning(
-                "Could not save the robots.txt state in %s (%s: %s): the %d held requests go "
-                "to their errback, and every robots.txt is fetched again on a resume",
-                self._jobdir,
-                type(exc).__name__,
-                exc,
-                len(saved),
-            )
-            for leftover in saved:
-                await self._close_unsent(leftover)
+            await self._not_saved(exc, saved)
             return
         for leftover in saved:
             self.accounting.count(leftover.origin, "saved")
@@ -311,6 +313,30 @@ class RobotsTxtMiddleware:
             len(state.held),
             path,
         )
+
+    async def _not_saved(self, error: OSError, leftovers: list[Leftover]) -> None:
+        """The state could not be written: the held requests end here, and the state of
+        an earlier pause is removed, so that a resume does not take it up."""
+        assert self._jobdir is not None
+        try:
+            discard_state(self._jobdir)
+            earlier = "every robots.txt is fetched again on a resume"
+        except OSError as removal:
+            earlier = (
+                f"the state of an earlier pause could not be removed either ({removal}): "
+                "remove it before resuming"
+            )
+        logger.warning(
+            "Could not save the robots.txt state in %s (%s: %s): the %d held requests go "
+            "to their errback, and %s",
+            self._jobdir,
+            type(error).__name__,
+            error,
+            len(leftovers),
+            earlier,
+        )
+        for leftover in leftovers:
+            await self._end_at_close(leftover)
 
     def _records_to_save(self, now: float) -> dict[str, OriginRecord]:
         """The records restored at the start, updated by this run's: REP9309_CACHE_SIZE of
@@ -329,8 +355,12 @@ class RobotsTxtMiddleware:
         now = time.time()
         # Held to this run's settings: a copy is used no longer than REP9309_CACHE_TTL,
         # a request held no longer than REP9309_DEFER_TIMEOUT, whatever the file says.
+        # A store shared by a fleet keeps its own records: a peer may have superseded a
+        # saved copy, which may even have left the store since; it must not come back.
         records = {
-            key: within_limits(record, self.settings, now) for key, record in state.records.items()
+            key: within_limits(record, self.settings, now)
+            for key, record in state.records.items()
+            if not self.driver.shared
         }
         self.driver.restore(records)
         for key, record in records.items():

@@ -200,12 +200,16 @@ class OriginRecord:
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name} is not a string")
         truncated = data.get("truncated")
+        expires_at = times[1]
         if truncated is None:
             # A record of an earlier version, which kept no octet past REP9309_MAX_SIZE:
-            # one that long may be cut, in the middle of a line, which would be read.
+            # one that long may be cut in the middle of a line (which would be read), or
+            # whole: it is due for a refresh at once, and until one answers (a stale copy)
+            # read as cut, without a last line that has no line end.
             truncated = len(body) >= MIN_MAX_SIZE
             if truncated:
                 body = whole_lines(body)
+                expires_at = min(expires_at, times[0])
         elif not isinstance(truncated, bool):
             raise ValueError("truncated is not true or false")
         return cls(
@@ -213,7 +217,7 @@ class OriginRecord:
             status,
             body,
             fetched_at=float(times[0]),
-            expires_at=float(times[1]),
+            expires_at=float(expires_at),
             failures=failures,
             retry_at=float(times[2]),
             last_failure=data.get("last_failure"),
