@@ -351,7 +351,7 @@ async def test_saved_requests_that_cannot_be_restored_are_skipped_with_one_warni
 ) -> None:
     """A state file whose held requests are partly unreadable (bytes that are no request,
     an origin that is no http(s) origin) restores the others; the rest is named in one
-    WARNING, never a crash."""
+    WARNING, with each one's origin and why, never a crash."""
 
     from scrapy_rep9309.integration.jobdir import JobState, SavedRequest, write_state
     from scrapy_rep9309.integration.requestcodec import RequestCodec
@@ -371,7 +371,11 @@ async def test_saved_requests_that_cannot_be_restored_are_skipped_with_one_warni
 
     assert result.urls == {site.url("/a"), site.url("/saved")}
     warnings = [r.getMessage() for r in result.logs if r.levelname == "WARNING"]
-    assert warnings == ["2 saved held requests could not be restored (the spider changed?)"]
+    assert warnings == [
+        "2 saved held requests could not be restored (the spider changed?): "
+        f"{site.base}: UnpicklingError: invalid load key, 'n'.; "
+        "ftp://example.com: not an http(s) origin"
+    ]
     assert result.stat("robotstxt/deferred/released") == 2
     assert [r.getMessage() for r in result.logs if r.levelname == "ERROR"] == []
 

@@ -59,6 +59,25 @@ async def test_requeued_copies_whose_rules_expire_again_do_not_take_a_download_s
     assert undocumented_stats(set(result.stats)) == set()
 
 
+def _waiting_in_the_downloader(
+    servers: ServerPool, site_robots: list[Any], settings: dict[str, Any]
+) -> tuple[Any, list[Any], dict[str, Any]]:
+    """An origin whose copy expires (0.5 s) while ``/waiting``, sent back from the scheduler
+    MAX_REQUEUES times already, stays in the scheduler behind a slow page of another
+    origin: it then waits for the refresh (``site_robots``' second answer) inside the
+    downloader. Returns the origin, the plan and the settings with ``settings`` added."""
+    site = servers.add(site_robots)
+    slow = servers.add(page_delay=1.5)
+    waiting = Request(site.url("/waiting"), meta={REQUEUED_META: MAX_REQUEUES})
+    plan = [site.url("/first"), slow.url("/slow"), Wait(0.3), waiting]
+    common: dict[str, Any] = {
+        "REP9309_CACHE_TTL": 0.5,
+        "CONCURRENT_REQUESTS": 1,  # /waiting stays in the scheduler behind /slow
+        "REP9309_DEFER_TIMEOUT": 60,
+    }
+    return site, plan, {**common, **settings}
+
+
 @deferred_f_from_coro_f
 @pytest.mark.parametrize("jobdir", [False, True], ids=["errback", "jobdir"])
 async def test_a_request_waiting_in_the_downloader_at_a_pause_is_saved(
@@ -69,25 +88,18 @@ async def test_a_request_waiting_in_the_downloader_at_a_pause_is_saved(
     and the refresh never answers). When the spider closes meanwhile, it ends like any
     held request: saved under JOBDIR (and downloaded after the resume), else in its
     errback with the reason. Before, it always went to its errback."""
-    site = servers.add([rules(ALLOW_ALL), hang(), rules(ALLOW_ALL)])
-    slow = servers.add(page_delay=1.5)
-    waiting = Request(site.url("/waiting"), meta={REQUEUED_META: MAX_REQUEUES})
-    plan = [site.url("/first"), slow.url("/slow"), Wait(0.3), waiting]
-    settings: dict[str, Any] = {
-        "REP9309_CACHE_TTL": 0.5,
-        "CONCURRENT_REQUESTS": 1,  # /waiting stays in the scheduler behind /slow
+    site, plan, settings = _waiting_in_the_downloader(
+        servers,
+        [rules(ALLOW_ALL), hang(), rules(ALLOW_ALL)],
         # The refresh hangs past the close (the close waits for it: 5 s at most).
-        "DOWNLOAD_TIMEOUT": 30,
-        "REP9309_FETCH_TIMEOUT": 5,
-        "CLOSESPIDER_TIMEOUT": 4,
-        "REP9309_DEFER_TIMEOUT": 60,
-    }
+        {"DOWNLOAD_TIMEOUT": 30, "REP9309_FETCH_TIMEOUT": 5, "CLOSESPIDER_TIMEOUT": 4},
+    )
     if jobdir:
         settings["JOBDIR"] = str(tmp_path / "job")
 
     paused = await run_crawl(plan, settings)
 
-    assert paused.urls == {site.url("/first"), slow.url("/slow")}
+    assert paused.urls == set(plan[:2])  # /first and /slow
     assert paused.stat("robotstxt/deferred") == 3
     if not jobdir:
         assert paused.ignored_urls == {site.url("/waiting")}
@@ -118,17 +130,12 @@ async def test_a_request_waiting_in_the_downloader_is_decided_by_an_answer_durin
     and ends forbidden after the resume. Before, that answer did not decide it: without
     JOBDIR it was closed ("Spider closed before the robots.txt ... was known")."""
     forbid_all = "User-agent: *\nDisallow: /\n"
-    site = servers.add([rules(ALLOW_ALL), rules(forbid_all, delay=3.5)])
-    slow = servers.add(page_delay=1.5)
-    waiting = Request(site.url("/waiting"), meta={REQUEUED_META: MAX_REQUEUES})
-    plan = [site.url("/first"), slow.url("/slow"), Wait(0.3), waiting]
-    settings: dict[str, Any] = {
-        "REP9309_CACHE_TTL": 0.5,
-        "CONCURRENT_REQUESTS": 1,  # /waiting stays in the scheduler behind /slow
-        "REP9309_FETCH_TIMEOUT": 10,
-        "CLOSESPIDER_TIMEOUT": 3,  # the refresh (from about 1.8 s) answers at about 5.3 s
-        "REP9309_DEFER_TIMEOUT": 60,
-    }
+    site, plan, settings = _waiting_in_the_downloader(
+        servers,
+        [rules(ALLOW_ALL), rules(forbid_all, delay=3.5)],
+        # The refresh (from about 1.8 s) answers at about 5.3 s, during the close.
+        {"REP9309_FETCH_TIMEOUT": 10, "CLOSESPIDER_TIMEOUT": 3},
+    )
     if jobdir:
         settings["JOBDIR"] = str(tmp_path / "job")
 

@@ -200,6 +200,33 @@ async def test_a_copy_cut_at_the_size_limit_is_downloaded_whole(
 
 
 @deferred_f_from_coro_f
+async def test_a_whole_copy_exactly_as_long_as_the_size_limit_answers(
+    servers: ServerPool,
+) -> None:
+    """A robots.txt of exactly REP9309_MAX_SIZE bytes is whole (the fetch kept one octet
+    past the limit and found none): its copy answers the spider's own request. Its length
+    alone used to count it as cut, and it was downloaded a second time."""
+    site = servers.add()
+    head = f"User-agent: *\nDisallow: /private\nSitemap: {site.url('/sitemap-a.xml')}\n"
+    robots = head + "#" * (512000 - len(head) - 1) + "\n"
+    assert len(robots) == 512000
+    site.script("/robots.txt", [rules(robots)])
+    site.script("/sitemap-a.xml", [_urlset(site, [PAGES[0]])])
+
+    spider_cls = _with_urls(RobotsSitemapSpider, [site.url("/robots.txt")])
+
+    result = await run_crawl([], spider_cls=spider_cls)
+
+    assert len(site.robots_fetches) == 1
+    assert site.crawled_paths() == {PAGES[0]}
+    (response,) = spider_cls.robots_responses
+    assert ROBOTS_COPY_FLAG in response.flags
+    assert len(response.body) == 512000
+    assert result.stat("robotstxt/truncated") == 0
+    assert result.stat("robotstxt/robots_copy_served") == 1
+
+
+@deferred_f_from_coro_f
 async def test_dont_obey_robotstxt_downloads_it_as_asked(servers: ServerPool) -> None:
     """``dont_obey_robotstxt`` keeps the middleware out of a request entirely: the spider's
     robots.txt request is downloaded itself, next to the middleware's fetch."""

@@ -357,37 +357,41 @@ class RobotsTxtMiddleware:
         # a request held no longer than REP9309_DEFER_TIMEOUT, whatever the file says.
         # A store shared by a fleet keeps its own records: a peer may have superseded a
         # saved copy, which may even have left the store since; it must not come back.
-        records = {
-            key: within_limits(record, self.settings, now)
-            for key, record in state.records.items()
-            if not self.driver.shared
-        }
+        records = (
+            {}
+            if self.driver.shared
+            else {
+                key: within_limits(record, self.settings, now)
+                for key, record in state.records.items()
+            }
+        )
         self.driver.restore(records)
         for key, record in records.items():
             await self.store.save(key, record, None)
-        undecodable = 0
+        unrestored: list[str] = []  # "<origin>: <why>", for the WARNING
         for saved in state.held:
             origin = Origin.from_url(saved.origin)
+            if origin is None:
+                unrestored.append(f"{saved.origin}: not an http(s) origin")
+                continue
             try:
                 request = self._codec.decode(saved.data)
-            except Exception:
-                undecodable += 1
-                continue
-            if origin is None:
-                undecodable += 1
+            except Exception as exc:
+                unrestored.append(f"{saved.origin}: {type(exc).__name__}: {exc}")
                 continue
             remaining = min(saved.remaining, self.settings.defer_timeout)
             self.driver.hold(origin, request, deadline=now + remaining)
-        if undecodable:
+        if unrestored:
             logger.warning(
-                "%d saved held requests could not be restored (the spider changed?)",
-                undecodable,
+                "%d saved held requests could not be restored (the spider changed?): %s",
+                len(unrestored),
+                "; ".join(unrestored),
             )
         if state.records or state.held:
             logger.info(
                 "Resumed the robots.txt state: %d origins, %d held requests",
                 len(state.records),
-                len(state.held) - undecodable,
+                len(state.held) - len(unrestored),
             )
 
     def _warn_about_user_agents(self, source: str) -> None:
@@ -514,8 +518,7 @@ class RobotsTxtMiddleware:
         REP9309_MAX_SIZE, a redirect that was not followed, no status (refused locally)."""
         status = record.status
         body = record.body
-        # A record of an earlier version has no ``truncated``: its length tells, roughly.
-        whole = not record.truncated and len(body) < self.settings.max_size
+        whole = not record.truncated  # records of earlier versions: ``OriginRecord.from_dict``
         if status is None or not (200 <= status < 300 or 400 <= status < 500) or not whole:
             self.stats.inc_value(ROBOTS_COPY_DOWNLOADED_STAT)
             logger.debug(
