@@ -111,6 +111,27 @@ async def test_held_requests_pass_the_duplicate_filter_once(servers: ServerPool)
 
 
 @deferred_f_from_coro_f
+async def test_an_expired_request_passes_the_duplicate_filter_too(servers: ServerPool) -> None:
+    """A request whose defer time ran out ends in its errback, once: the same URL yielded
+    again later is a duplicate, as it is for Scrapy's built-in middleware (which sends
+    every request through the duplicate filter before deciding it). Expired copies used
+    to skip the filter: the second one was held, and ended a second time."""
+    site = servers.add(Reply(503, "busy"))
+    page = site.url("/page")
+
+    result = await run_crawl([page, Wait(1.5), page], {"REP9309_DEFER_TIMEOUT": 1})
+
+    assert [failed.url for failed in result.failures] == [page]
+    assert result.ignored_urls == {page}
+    assert site.page_requests == []
+    # Held before the filter sees it (as the duplicate of a released request is), the
+    # second one expires too, and the filter drops it, without an errback.
+    assert result.stat("robotstxt/deferred") == 2
+    assert result.stat("robotstxt/deferred/expired") == 2
+    assert result.stat("dupefilter/filtered") == 1
+
+
+@deferred_f_from_coro_f
 async def test_spider_stays_open_while_held_and_closes_promptly(servers: ServerPool) -> None:
     site = servers.add([Reply(503, "busy"), rules("User-agent: *\nAllow: /\n")])
     pages = site.urls([f"/page/{n}" for n in range(3)])

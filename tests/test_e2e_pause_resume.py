@@ -678,6 +678,27 @@ async def test_start_requests_forbidden_by_an_answer_at_the_pause_end_once_over_
     assert sorted(entry.path for entry in site.page_requests) == ["/page/1", "/page/2"]
 
 
+@deferred_f_from_coro_f
+async def test_a_start_request_that_expired_before_the_pause_ends_once_over_the_job(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """A held request whose defer time runs out ends in its errback; on the resume the
+    spider yields it again, and Scrapy's duplicate filter (kept in JOBDIR) drops it, as
+    it drops every request that went through it before the pause. Expired requests used
+    to skip the filter: it ended a second time after the resume."""
+    site = servers.add(Reply(503, "busy"))
+    page = site.url("/page")
+    settings = {"JOBDIR": str(tmp_path / "job"), "REP9309_DEFER_TIMEOUT": 1}
+
+    first = await run_crawl([page], settings)
+    second = await run_crawl([page], settings)
+
+    assert [failed.url for failed in first.failures] == [page]
+    assert second.failures == []
+    assert second.stat("dupefilter/filtered") == 1
+    assert site.page_requests == []
+
+
 def _full_disk(*args: object, **kwargs: object) -> NoReturn:
     raise OSError(errno.ENOSPC, "No space left on device")
 

@@ -998,7 +998,10 @@ class OriginDriver:
             return
         copies = []
         for held in taken:
-            copy = held.request.replace(dont_filter=True)
+            # Through the duplicate filter, as a released request goes (it never went
+            # through it): the same URL yielded again later is a duplicate, on a resume
+            # too, as with Scrapy's built-in middleware.
+            copy = held.request.replace()
             copy.meta[EXPIRED_META] = reason
             copies.append((copy, held.deadline))
         self._send(origin, copies, "expired")
