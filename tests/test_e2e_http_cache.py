@@ -20,7 +20,7 @@ from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
-from tests.crawl import run_crawl
+from tests.crawl import Wait, run_crawl
 from tests.servers import Reply, ServerPool, rules
 
 ALLOW_ALL = "User-agent: *\nAllow: /\n"
@@ -158,3 +158,24 @@ async def test_a_replayed_copy_cut_at_the_size_limit_is_still_known_as_cut(
         assert crawl.stat("robotstxt/truncated") == 1
         assert crawl.forbidden_urls == {site.url("/private/1")}
         assert crawl.urls == {site.url("/late"), site.url("/a")}
+
+
+@deferred_f_from_coro_f
+async def test_a_copy_answering_the_spiders_robots_txt_request_is_not_cached(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """A spider's own robots.txt request is answered from the copy, not downloaded: the
+    HTTP cache must not store that answer over the real one. Stored (found by a second
+    reviewer), it had no headers but a Date of its own time, so a later crawl took the
+    replay for a fresh copy and let it decide pages the site now forbids."""
+    site = servers.add([rules(ALLOW_ALL), rules(DISALLOW_PRIVATE)])
+    settings = {**cache_settings(tmp_path), "REP9309_CACHE_TTL": 3}
+    first = await run_crawl([site.url("/a"), Wait(2.5), site.url("/robots.txt")], settings)
+    assert first.stat("robotstxt/robots_copy_served") == 1
+    await asyncio.sleep(2)  # the copy fetched by the first crawl is now older than the TTL
+
+    second = await run_crawl(site.urls(["/b", "/private/1"]), settings)
+
+    assert second.forbidden_urls == {site.url("/private/1")}
+    assert "/private/1" not in site.crawled_paths()
+    assert second.stat(RECHECKED) == 1

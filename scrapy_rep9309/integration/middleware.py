@@ -534,6 +534,9 @@ class RobotsTxtMiddleware:
             return None
         url = record.redirected_to or request.url
         response_class = responsetypes.from_args(url=url, body=body)
+        # Not a download: Scrapy's HTTP cache must not store it over the real answer (it
+        # would be replayed as a copy fetched now, with none of the answer's headers).
+        request.meta["dont_cache"] = True
         self.stats.inc_value(ROBOTS_COPY_STAT)
         logger.debug(
             "Answered %(request)s from the robots.txt copy of %(origin)s (HTTP %(status)s, "
