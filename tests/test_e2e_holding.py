@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import Any
@@ -12,9 +13,18 @@ from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.python.failure import Failure
 
 from tests._readme import undocumented_stats
-from tests.crawl import BUILTIN_ENABLED, OURS_ENABLED, CrawlResult, PlanSpider, Wait, run_crawl
+from tests.crawl import (
+    BUILTIN_ENABLED,
+    OURS_ENABLED,
+    CrawlResult,
+    Failed,
+    PlanSpider,
+    Wait,
+    run_crawl,
+)
 from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, rules
 
 SLOW_ROBOTS_DELAY = 5.0
@@ -129,6 +139,40 @@ async def test_an_expired_request_passes_the_duplicate_filter_too(servers: Serve
     assert result.stat("robotstxt/deferred") == 2
     assert result.stat("robotstxt/deferred/expired") == 2
     assert result.stat("dupefilter/filtered") == 1
+
+
+class _TriesAgainLater(PlanSpider):
+    """Its errback tries a failed request once more, 2 s later, with a copy of it."""
+
+    async def on_error(self, failure: Failure) -> Any:
+        request = failure.request  # type: ignore[attr-defined]
+        self.result.failures.append(Failed(request.url, failure.value, 0.0, request))
+        if not request.meta.get("tried_again"):
+            await asyncio.sleep(2)
+            again = request.replace(dont_filter=True)
+            again.meta["tried_again"] = True
+            yield again
+
+
+@deferred_f_from_coro_f
+async def test_a_copy_of_an_expired_request_is_decided_again(servers: ServerPool) -> None:
+    """The errback's copy of an expired request, yielded once robots.txt has answered,
+    is decided by that answer. It used to carry the expired mark in its meta, and was
+    dropped at once with the old reason, uncounted (found by a second reviewer)."""
+    site = servers.add([Reply(503, "busy"), rules("User-agent: *\nAllow: /\n")])
+    plan = [site.url("/a"), Wait(1.2), site.url("/b")]
+    settings = {
+        "REP9309_DEFER_TIMEOUT": 1,
+        "REP9309_RETRY_DELAY": 1.5,
+        "REP9309_RETRY_MAX_DELAY": 5,
+    }
+
+    result = await run_crawl(plan, settings, spider_cls=_TriesAgainLater)
+
+    assert result.urls == {site.url("/a"), site.url("/b")}
+    assert [failed.url for failed in result.failures] == [site.url("/a")]
+    assert result.stat("robotstxt/deferred/expired") == 1
+    assert sorted(entry.path for entry in site.page_requests) == ["/a", "/b"]
 
 
 @deferred_f_from_coro_f

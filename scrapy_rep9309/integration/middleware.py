@@ -427,7 +427,8 @@ class RobotsTxtMiddleware:
         scheduled = meta.pop(SCHEDULED_META, False)
         if parts.scheme not in _SCHEMES or meta.get("dont_obey_robotstxt"):
             return None
-        expired = meta.get(EXPIRED_META)
+        # Used once: a copy the errback makes (a request tried again) is decided anew.
+        expired = meta.pop(EXPIRED_META, None)
         if expired:
             raise IgnoreRequest(expired)
         origin = origin_of_netloc(parts.scheme, parts.netloc)
