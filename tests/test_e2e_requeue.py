@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 from scrapy import Request
+from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_rep9309.integration.jobdir import read_state
-from scrapy_rep9309.integration.middleware import MAX_REQUEUES, REQUEUED_META
+from scrapy_rep9309.integration.middleware import MAX_REQUEUES, REQUEUED_META, TRIPS_OF_META
 from tests._readme import undocumented_stats
-from tests.crawl import Wait, run_crawl
+from tests.crawl import NO_RANDOM_DELAY, PlanSpider, Wait, run_crawl
 from tests.servers import ServerPool, hang, rules
 
 ALLOW_ALL = "User-agent: *\n"
@@ -68,7 +69,8 @@ def _waiting_in_the_downloader(
     downloader. Returns the origin, the plan and the settings with ``settings`` added."""
     site = servers.add(site_robots)
     slow = servers.add(page_delay=1.5)
-    waiting = Request(site.url("/waiting"), meta={REQUEUED_META: MAX_REQUEUES})
+    url = site.url("/waiting")
+    waiting = Request(url, meta={REQUEUED_META: MAX_REQUEUES, TRIPS_OF_META: url})
     plan = [site.url("/first"), slow.url("/slow"), Wait(0.3), waiting]
     common: dict[str, Any] = {
         "REP9309_CACHE_TTL": 0.5,
@@ -151,3 +153,40 @@ async def test_a_request_waiting_in_the_downloader_is_decided_by_an_answer_durin
     assert result.stat("robotstxt/forbidden") == 1
     assert (result.stat("robotstxt/deferred/closed") or 0) == 0
     assert [entry.path for entry in site.page_requests] == ["/first"]
+
+
+class _FollowsWithItsMeta(PlanSpider):
+    """Yields /child from /parent with ``meta=response.meta``, as spiders often do."""
+
+    def parse(self, response: Response, **kwargs: Any) -> Any:
+        super().parse(response)
+        if response.url.endswith("/parent"):
+            meta = dict(response.meta)
+            yield response.follow("/child", callback=self.parse, errback=self.on_error, meta=meta)
+
+
+@deferred_f_from_coro_f
+async def test_a_request_with_another_requests_meta_has_made_no_trips_of_its_own(
+    servers: ServerPool,
+) -> None:
+    """/parent waits in its download slot (DOWNLOAD_DELAY 1 s) longer than its copy
+    lives (0.5 s): it is sent back 3 times, then sent under the copy that let it in (the
+    documented bound). Its child, yielded with its meta, used to inherit those trips: when
+    its copy expired in the slot too it was sent at once, though its origin had no usable
+    copy, and the next copy forbids it (found by a second reviewer). The trips count for
+    the URL that made them."""
+    forbid_child = "User-agent: *\nDisallow: /child\n"
+    site = servers.add([rules(ALLOW_ALL)] * 5 + [rules(forbid_child)])
+    settings = {
+        "REP9309_CACHE_TTL": 0.5,
+        "DOWNLOAD_DELAY": 1,
+        **NO_RANDOM_DELAY,
+        "REP9309_DEFER_TIMEOUT": 30,
+        "CLOSESPIDER_TIMEOUT": 40,
+    }
+
+    result = await run_crawl([site.url("/parent")], settings, spider_cls=_FollowsWithItsMeta)
+
+    assert site.url("/parent") in result.urls
+    assert result.forbidden_urls == {site.url("/child")}
+    assert [entry.path for entry in site.page_requests] == ["/parent"]

@@ -87,6 +87,9 @@ REQUEUED_META = "rep9309_requeued"
 MAX_REQUEUES = 3
 #: How many of a request's trips back (REQUEUED_META) the last look sent it on.
 LAST_LOOK_TRIPS_META = "_rep9309_last_look_trips"
+#: The URL whose trips the two counters above count: a request that carries them with
+#: another URL (a redirect, a request yielded with its parent's meta) has made none.
+TRIPS_OF_META = "_rep9309_trips_of"
 #: On every request this middleware lets through: the ``fetched_at`` of the robots.txt
 #: copy that decided it, so that the last look before sending (``integration/lastlook.py``)
 #: knows whether a newer copy has come since.
@@ -205,12 +208,12 @@ class RobotsTxtMiddleware:
         driver = self.driver
         record = driver.usable(origin)
         if record is not None:
-            if meta.get(REQUEUED_META):
+            if meta.get(REQUEUED_META) and _requeues(request):
                 driver.released.setdefault(request, record)
             return None
         if request in driver.released or self._dropped_as_offsite(request):
             return None
-        if driver.shared and not meta.get(REQUEUED_META) and driver.unknown(origin):
+        if driver.shared and not _requeues(request) and driver.unknown(origin):
             # Fleet: an origin this process knows nothing of goes to the shared queue and
             # is decided at download time (``peek``): a peer may have its record already,
             # and a queue that is not empty keeps the engine from taking in every start
@@ -702,9 +705,10 @@ class RobotsTxtMiddleware:
         own bound, so the one's trips never make the other wait inside the downloader."""
         self.stats.inc_value("robotstxt/requeued")
         copy = request.replace(dont_filter=True)
-        copy.meta[REQUEUED_META] = _requeues(request) + 1
-        if at_last_look:
-            copy.meta[LAST_LOOK_TRIPS_META] = _last_look_trips(request) + 1
+        meta = copy.meta
+        meta[REQUEUED_META] = _requeues(request) + 1
+        meta[LAST_LOOK_TRIPS_META] = _last_look_trips(request) + at_last_look
+        meta[TRIPS_OF_META] = request.url
         return copy
 
 
@@ -757,11 +761,19 @@ def _forbidden_for(decision: Decision | None, extra_user_agents: tuple[str, ...]
 
 
 def _requeues(request: Request) -> int:
-    return int(request.meta.get(REQUEUED_META) or 0)
+    return _own_trips(request, REQUEUED_META)
 
 
 def _last_look_trips(request: Request) -> int:
-    return int(request.meta.get(LAST_LOOK_TRIPS_META) or 0)
+    return _own_trips(request, LAST_LOOK_TRIPS_META)
+
+
+def _own_trips(request: Request, key: str) -> int:
+    """A trip counter of ``request``'s own: 0 if it came with another URL's meta."""
+    meta = request.meta
+    if meta.get(TRIPS_OF_META) != request.url:
+        return 0
+    return int(meta.get(key) or 0)
 
 
 def _scheduler_trips(request: Request) -> int:
