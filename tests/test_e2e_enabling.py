@@ -91,3 +91,18 @@ async def test_invalid_setting_fails_at_startup_naming_it(name: str, value: obje
 
     with pytest.raises(Exception, match=name):
         await start_crawl(crawler, plan=[])
+
+
+@deferred_f_from_coro_f
+async def test_a_cache_size_written_as_a_float_is_read_as_the_settings_check_reads_it(
+    servers: ServerPool,
+) -> None:
+    """``-s REP9309_CACHE_SIZE=1e4`` passes the settings check (a whole number); the
+    memory store read it again with ``getint`` and the crawl died at start-up with an
+    error naming no setting (found by a second reviewer)."""
+    site = servers.add(rules("User-agent: *\nDisallow: /private/\n"))
+
+    result = await run_crawl(site.urls(["/a", "/private/1"]), {"REP9309_CACHE_SIZE": "1e4"})
+
+    assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/private/1")}

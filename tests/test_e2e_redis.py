@@ -347,6 +347,19 @@ UNREADABLE_RECORDS: dict[str, Callable[[Any, str], None]] = {
         key, mapping={"v": 7, "d": b"[" * 2000 + b"]" * 2000 + b"\nUser-agent: *\n"}
     ),
     "a string, not a hash": lambda client, key: client.set(key, "not a record"),
+    # Found by a second reviewer: each stopped the origin for good (the first request's
+    # errback got AttributeError or OverflowError, the others expired, nothing fetched).
+    "a version without data": lambda client, key: client.hset(key, mapping={"v": 7}),
+    "a time too large for a float": lambda client, key: client.hset(
+        key,
+        mapping={
+            "v": 7,
+            "d": b'{"outcome":"available","status":200,"fetched_at":1'
+            + b"0" * 400
+            + b',"expires_at":1,"failures":0,"retry_at":0,"last_failure":null,'
+            b'"truncated":false}\nUser-agent: *\n',
+        },
+    ),
 }
 
 

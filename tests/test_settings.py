@@ -72,6 +72,9 @@ def test_float_durations_are_allowed() -> None:
         ("REP9309_CACHE_TTL", True),
         ("REP9309_CACHE_TTL", float("inf")),
         ("REP9309_CACHE_TTL", [1]),
+        # Past a float: an OverflowError, which named no setting (a second reviewer).
+        pytest.param("REP9309_CACHE_TTL", 10**400, id="REP9309_CACHE_TTL-10**400"),
+        pytest.param("REP9309_CONCURRENT_FETCHES", 10**400, id="CONCURRENT_FETCHES-10**400"),
         ("REP9309_MAX_SIZE", 511999),
         ("REP9309_MAX_SIZE", 600000.5),
         ("REP9309_MAX_REDIRECTS", -1),

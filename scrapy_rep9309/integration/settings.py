@@ -321,7 +321,7 @@ def _read(settings: BaseSettings, name: str, convert: Callable[[Any], Any], defa
         return default
     try:
         return convert(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # Overflow: an int past a float
         raise SettingsError(f"Invalid value for {name}: {value!r} ({exc})") from None
 
 

@@ -311,4 +311,9 @@ def _is_integer(value: Any) -> bool:
 def is_finite_number(value: Any) -> bool:
     """Whether ``value`` read from outside (JSON) is a number of seconds or a time: an
     int or float, not a bool, not NaN or infinite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False

@@ -50,7 +50,10 @@ class MemoryStore:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> MemoryStore:
-        return cls(crawler.settings.getint("REP9309_CACHE_SIZE", DEFAULT_CAPACITY), crawler.stats)
+        # Read as the middleware's settings check reads it (which ran first): a whole
+        # number, written as one or not ("1e4" is 10000; ``getint`` would refuse it).
+        capacity = int(crawler.settings.getfloat("REP9309_CACHE_SIZE", DEFAULT_CAPACITY))
+        return cls(capacity, crawler.stats)
 
     async def open(self, codec: RequestCodec, on_change: ChangeCallback) -> None:
         """Nothing to connect to, and nobody else writes here."""

@@ -712,7 +712,7 @@ class RedisOriginStore:
             if len(answer) < 3:
                 raise ValueError(f"{int(answer[1])} bytes, more than the {limit} read")
             record = decode_record(answer[2])
-        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError, ArithmeticError) as exc:
             # RecursionError: JSON nested deeper than the parser goes, in a short header.
             self._ignored(key, str(exc) or type(exc).__name__)
             await self._call(
@@ -1033,6 +1033,8 @@ def encode_record(record: OriginRecord) -> bytes:
 
 def decode_record(data: bytes) -> OriginRecord:
     """The record ``encode_record`` wrote; ValueError (or TypeError) for anything else."""
+    if not isinstance(data, bytes):  # a hash with a version and no data field
+        raise ValueError("no data")
     line, newline, body = data.partition(b"\n")
     if not newline or len(line) > HEADER_LIMIT:
         raise ValueError("no header line")
