@@ -488,6 +488,44 @@ async def test_a_release_the_stalled_store_carries_out_after_the_close_ends_each
 
 
 @deferred_f_from_coro_f
+async def test_a_request_held_while_redis_stalls_ends_once_when_the_spider_closes(
+    servers: ServerPool, own_redis_server: RedisServer
+) -> None:
+    """Redis stops answering (SIGSTOP: a hung server, a partition) after /a is held and
+    written; /b is held during the stall; the spider closes at 4 s. docs/fleet.md: the
+    requests Redis never got are this process's to end, only those Redis has are left
+    to the fleet, each counted once. Found by a second reviewer: putting /b back into the
+    stalled store timed out with asyncio's CancelledError, which stopped the close: /b
+    ended nowhere, uncounted, and /a was counted left twice. Nor is /b put back into a
+    store that stopped answering: Redis carried out that write when it woke up, after
+    /b had ended here (a peer would have crawled it again)."""
+    site = servers.add(rules(PRIVATE, delay=6.0))
+    pid = own_redis_server.process.pid
+    reactor.callLater(1.5, os.kill, pid, signal.SIGSTOP)  # type: ignore[attr-defined]
+    try:
+        result = await run_crawl(
+            [site.url("/a"), Wait(2.0), site.url("/b")],
+            _redis(
+                own_redis_server,
+                DOWNLOAD_TIMEOUT=20,
+                REP9309_DEFER_TIMEOUT=60,
+                CLOSESPIDER_TIMEOUT=4,
+            ),
+        )
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    await asyncio.sleep(1.0)  # Redis carries out what it was sent before the stall
+    client = own_redis_server.client()
+    in_redis = sum(client.hlen(key) for key in client.keys("rep9309:held:*"))
+
+    ended = [seen.url for seen in result.responses] + [f.url for f in result.failures]
+    assert sorted(ended + [site.url("/a")] * in_redis) == site.urls(["/a", "/b"])
+    assert result.stat("robotstxt/fleet/left") == in_redis
+    assert result.stat("robotstxt/deferred/closed") == len(result.failures)
+    assert site.page_requests == []
+
+
+@deferred_f_from_coro_f
 async def test_redis_restarted_during_the_crawl(
     servers: ServerPool, own_redis_server: RedisServer
 ) -> None:

@@ -15,6 +15,7 @@ another origin's are parsed again from its record when it is next decided.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
@@ -500,8 +501,9 @@ class OriginDriver:
         # (``leave_for_close``): an answer that came since decides them, as it decided
         # the requests held outside (released with it).
         self._undelivered = [self._with_newest_copy(left) for left in self._undelivered]
+        store_answers = True
         if self.shared:
-            await self._settle_store_calls()
+            store_answers = await self._settle_store_calls()
             # Kept in the process while the store was down: no peer can see those.
             self._stored.difference_update(await self.store.withdraw_unwritten())
         self._closed = True
@@ -516,6 +518,8 @@ class OriginDriver:
                 # Fleet: released or expired, but the store call taking it out of the
                 # store has not answered (the store is stalled). It stays in the store:
                 # for a peer, or for that call, if it answers late (``_end_late``).
+                # Counted here, once: a late release leaves nothing more in the store.
+                self._stored.discard(token)
                 self.stats.inc_value(LEFT_STAT)
                 continue
             logger.error("Held request %s had no origin machine at close", held.request)
@@ -533,7 +537,9 @@ class OriginDriver:
         leftovers, self._undelivered = self._undelivered, []
         self.left_for_close.clear()
         self._handed_over = {id(leftover.request) for leftover in leftovers}
-        if self.shared:
+        if self.shared and store_answers:
+            # Not into a store that stopped answering: a write it never confirms may
+            # still be carried out when it wakes up, after this process ended the request.
             leftovers = await self._leave_leftovers(leftovers)
             self._handed_over = {id(leftover.request) for leftover in leftovers}
         return leftovers
@@ -551,14 +557,16 @@ class OriginDriver:
         for answering in list(self._answering.values()):
             await _at_most(answering, CLOSE_ANSWER_TIMEOUT)
 
-    async def _settle_store_calls(self) -> None:
+    async def _settle_store_calls(self) -> bool:
         """Fleet, at close: let the queued store calls finish (a few seconds at most), so
-        that what is left in the store and what is left to this process do not overlap."""
+        that what is left in the store and what is left to this process do not overlap;
+        whether they did (else the store is down or stalled)."""
         for chain in list(self._chains.values()):
             if chain.called:
                 continue
             if not await _at_most(chain, CLOSE_STORE_TIMEOUT):
-                return  # the store is down: what it has not confirmed stays ours
+                return False  # the store is down: what it has not confirmed stays ours
+        return True
 
     async def _leave_leftovers(self, leftovers: list[Leftover]) -> list[Leftover]:
         """Fleet, at close: put the leftovers back into the store for the others; those
@@ -571,7 +579,9 @@ class OriginDriver:
             stored.addTimeout(CLOSE_STORE_TIMEOUT, _reactor())
             try:
                 await maybe_deferred_to_future(stored)
-            except Exception:
+            except (Exception, asyncio.CancelledError):
+                # The store's error, or the timeout (it cancels the store call, which
+                # under asyncio fails with asyncio's CancelledError, no Exception).
                 continue
             written[held.token] = leftover
         for token in await self.store.withdraw_unwritten():
