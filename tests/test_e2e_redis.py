@@ -384,6 +384,30 @@ async def test_an_unreadable_record_is_ignored_and_fetched_again(
     assert any("unreadable" in message and site.base in message for message in warnings)
 
 
+@deferred_f_from_coro_f
+async def test_a_held_requests_key_of_another_type_is_deleted_and_nothing_hangs(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    """Like a record key holding a string, an origin's held-requests key holding one is
+    deleted with a WARNING. Found by a second reviewer: Redis refused the write of every
+    request held for that origin, the refusal was never handed to them, and the crawl
+    hung until CLOSESPIDER_TIMEOUT with nothing downloaded and no errback."""
+    site = servers.add(rules(PRIVATE, delay=1.0))
+    redis_server.client().set(f"rep9309:held:{site.base}", "not a hash")
+
+    result = await run_crawl(
+        [site.url("/a"), site.url("/private/b")],
+        _redis(redis_server, REP9309_DEFER_TIMEOUT=4, CLOSESPIDER_TIMEOUT=20),
+    )
+
+    assert result.duration < 15
+    assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/private/b")}
+    assert result.stat("robotstxt/store/held_unreadable") == 1
+    warnings = result.messages(logging.WARNING, "scrapy_rep9309")
+    assert any("Redis string" in message and site.base in message for message in warnings)
+
+
 @pytest.mark.parametrize("jobdir", [False, True], ids=["errback", "jobdir"])
 @deferred_f_from_coro_f
 async def test_requests_held_while_redis_is_down_are_not_left_to_the_fleet_at_close(

@@ -46,7 +46,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -670,6 +670,29 @@ class RedisOriginStore:
                     await self._call(functools.partial(redis.delete, full_key))
             return await self._call(call)
 
+    async def _drop_foreign_held_keys(self, keys: Iterable[str]) -> None:
+        """Delete, with a WARNING each, the held-requests keys of ``keys`` (origin keys)
+        that hold another Redis type than the hash this store writes (something else
+        wrote there): Redis refused the script, and retrying cannot help. A refusal
+        that has another cause goes on after this (the caller's second try fails too)."""
+        redis = self._redis
+        assert redis is not None  # _call raised, not "not open"
+        for key in dict.fromkeys(keys):
+            full_key = self._key("held", key)
+            kind = await self._call(functools.partial(redis.type, full_key))
+            if kind in (b"hash", b"none"):
+                continue
+            logger.warning(
+                "Ignoring the held requests of %s in Redis (%s): its key holds a Redis %s, "
+                "not requests; deleted",
+                key,
+                redact(self.url),
+                kind.decode(),
+            )
+            if self._stats is not None:
+                self._stats.inc_value(UNREADABLE_HELD_STAT)
+            await self._call(functools.partial(redis.delete, full_key))
+
     def _ignored(self, key: str, why: str) -> None:
         logger.warning(
             "Ignoring the robots.txt record of %s in Redis (%s): unreadable (%s); "
@@ -815,14 +838,21 @@ class RedisOriginStore:
             await asyncio.sleep(0)  # let the requests held in this moment join
             while self._batch:
                 batch, self._batch = self._batch[:HOLD_BATCH], self._batch[HOLD_BATCH:]
+                triples = [(key, entry, value) for key, entry, value, _ in batch]
                 try:
-                    await self._write_held([(key, entry, value) for key, entry, value, _ in batch])
-                except StoreUnavailable as exc:
+                    try:
+                        await self._write_held(triples)
+                    except _WrongType:
+                        await self._drop_foreign_held_keys(key for key, _, _ in triples)
+                        await self._write_held(triples)
+                except Exception as exc:  # StoreUnavailable: the request waits in the process
                     for *_, written in batch:
-                        written.set_exception(exc)
+                        if not written.done():
+                            written.set_exception(exc)
                 else:
                     for *_, written in batch:
-                        written.set_result(None)
+                        if not written.done():
+                            written.set_result(None)
         finally:
             self._batch_writer = None
 
@@ -910,7 +940,11 @@ class RedisOriginStore:
                     )
                 )
             plans.append((key, wanted, local, call))
-        replies = await self._pipelined_in_step(calls) if calls else []
+        try:
+            replies = await self._pipelined_in_step(calls) if calls else []
+        except _WrongType:
+            await self._drop_foreign_held_keys(key for key, *_ in asked)
+            replies = await self._pipelined_in_step(calls)
         answers = []
         for key, wanted, local, call in plans:
             mine = self._mine.get(key, {})
@@ -954,12 +988,27 @@ class RedisOriginStore:
             )
             by_key: dict[str, list[tuple[str, bytes]]] = {}
             for raw_key, raw_entry, value in zip(flat[::3], flat[1::3], flat[2::3], strict=True):
-                key, entry = raw_key.decode(), raw_entry.decode()
-                by_key.setdefault(key, []).append((entry, value))
-                self._mine.setdefault(key, {})[entry] = (entry, value.split(b" ", 1)[1])
-        return [
-            (key, held) for key, pairs in by_key.items() for held in self._decode_held(key, pairs)
-        ]
+                by_key.setdefault(raw_key.decode(), []).append((raw_entry.decode(), value))
+            adopted = []
+            for key, pairs in by_key.items():
+                # An entry that does not read back is dropped (WARNING, counted), out of
+                # Redis too; the others are ours now, whatever it was.
+                values = dict(pairs)
+                readable = self._decode_held(key, pairs)  # adopted: token == entry id
+                for held in readable:
+                    entry = str(held.token)
+                    self._mine.setdefault(key, {})[entry] = (entry, values[entry].split(b" ", 1)[1])
+                    adopted.append((key, held))
+                unreadable = set(values) - {str(held.token) for held in readable}
+                if unreadable:
+                    await self._drop_held_entries(key, unreadable)
+        return adopted
+
+    async def _drop_held_entries(self, key: str, entries: set[str]) -> None:
+        redis = self._redis
+        if redis is None:
+            return
+        await self._call(functools.partial(redis.hdel, self._key("held", key), *entries))
 
     def _entry_id(self, token: Hashable) -> str:
         """Entry ids of our requests: ``<me>:<driver token>``; adopted ones keep theirs."""
