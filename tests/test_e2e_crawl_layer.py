@@ -192,6 +192,36 @@ async def test_check_scrapy_robots_and_the_middleware_agree_on_robots_txt_urls(
     assert crawled.forbidden_urls == {with_query}
 
 
+REWRITTEN_RULES = "User-agent: *\nDisallow: /a?\nDisallow: /c/d\n"
+
+
+@deferred_f_from_coro_f
+async def test_check_scrapy_robots_and_the_middleware_agree_on_urls_scrapy_rewrites(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """Scrapy sends ``/a?`` as ``/a`` and ``/c\\d`` as ``/c/d`` (``safe_url_string``):
+    the crawl decides those. The tools decided the URLs as typed, and said the opposite
+    of the crawl for both (found by a second reviewer); they decide the URL Scrapy sends,
+    and print it."""
+    site = servers.add(rules(REWRITTEN_RULES))
+    question_mark, backslash = site.url("/a?"), site.url("/c\\d")
+    robots_file = tmp_path / "robots.txt"
+    robots_file.write_text(REWRITTEN_RULES)
+
+    checked = run(["-m", "scrapy_rep9309", "check", str(robots_file), question_mark, backslash])
+    commanded = await run_async(
+        scrapy("robots", "-s", "TELNETCONSOLE_ENABLED=False", question_mark, backslash),
+        cwd=tmp_path,
+    )
+    crawled = await run_crawl([question_mark, backslash])
+
+    for output in (checked.stdout, commanded.stdout):
+        assert f"allowed     {site.url('/a')}\n" in output, output
+        assert f"disallowed  {site.url('/c/d')}\n" in output, output
+    assert crawled.urls == {site.url("/a")}
+    assert crawled.forbidden_urls == {site.url("/c/d")}
+
+
 @deferred_f_from_coro_f
 async def test_robots_txt_refused_by_the_http_cache_allows_the_cached_pages(
     servers: ServerPool, tmp_path: Path

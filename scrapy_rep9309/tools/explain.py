@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from w3lib.url import safe_url_string
+
 from scrapy_rep9309.policy.decision import explain
 from scrapy_rep9309.policy.fetchresult import FetchResult
 from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE
@@ -66,7 +68,12 @@ def judge(
     extra_user_agents: Sequence[str] = (),
     required: Sequence[str] = (),
 ) -> Verdict:
-    """Decide ``url`` with the middleware's own decision, and say why in words."""
+    """Decide ``url`` with the middleware's own decision, and say why in words.
+
+    The URL is read as ``scrapy.Request`` reads it (``safe_url_string``: ``/a?`` is
+    ``/a``, ``\\`` is ``/``...), which is what a crawl decides and sends; the verdict
+    names that URL."""
+    url = safe_url_string(url)
     verdict = explain(outcome, rules, url, user_agent, extra_user_agents, required)
     decision = verdict.decision
     if decision is None:
