@@ -141,6 +141,22 @@ async def test_requests_not_obeying_robots_txt_carry_no_preferences(servers: Ser
     assert not any(name.startswith("robotstxt/content_usage/") for name in result.stats)
 
 
+@deferred_f_from_coro_f
+async def test_a_skipped_request_with_another_requests_meta_carries_none_of_its_preferences(
+    servers: ServerPool,
+) -> None:
+    """A request made with another's meta (``meta=response.meta``, a common idiom) and
+    ``dont_obey_robotstxt`` is not decided: it used to carry the other page's
+    preferences, and a pipeline read them as its own (suspected by a second reviewer)."""
+    site = servers.add(rules(PREFERENCES), routes={"/header": page("train-ai=y")})
+    copied = {META: {"train-ai": "n", "search": "y"}, "dont_obey_robotstxt": True}
+    skipped = Request(site.url("/header"), meta=copied)
+
+    result = await run_crawl([skipped])
+
+    assert usage_by_url(result) == {site.url("/header"): "absent"}
+
+
 # --- REP9309_REQUIRE_USAGE ---------------------------------------------------------------
 
 

@@ -429,6 +429,7 @@ class RobotsTxtMiddleware:
         # request sent with ``engine.download_async`` with another's meta did not.
         scheduled = meta.pop(SCHEDULED_META, False)
         if parts.scheme not in _SCHEMES or meta.get("dont_obey_robotstxt"):
+            meta.pop(CONTENT_USAGE_META, None)  # not decided: none come from another's meta
             return None
         # Used once: a copy the errback makes (a request tried again) is decided anew.
         expired = meta.pop(EXPIRED_META, None)
