@@ -405,7 +405,7 @@ async def test_a_held_requests_key_of_another_type_is_deleted_and_nothing_hangs(
     assert result.forbidden_urls == {site.url("/private/b")}
     assert result.stat("robotstxt/store/held_unreadable") == 1
     warnings = result.messages(logging.WARNING, "scrapy_rep9309")
-    assert any("Redis string" in message and site.base in message for message in warnings)
+    assert any("another Redis type" in message and site.base in message for message in warnings)
 
 
 @pytest.mark.parametrize("jobdir", [False, True], ids=["errback", "jobdir"])

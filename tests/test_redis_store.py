@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import pytest_twisted
+from redis.exceptions import ConnectionError as RedisConnectionError
 from scrapy.utils.defer import deferred_f_from_coro_f, deferred_from_coro
 
 from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
@@ -34,6 +35,7 @@ from tests._redis import RedisServer
 from tests._stats import CountingStats
 
 KEY = "http://a.com"
+OTHER_KEY = "http://b.com"
 
 
 @dataclass(frozen=True)
@@ -414,6 +416,84 @@ async def test_an_unreadable_orphan_is_dropped_and_the_others_are_adopted(
     taken = await adopter.take_held(KEY, [adopted[0][1].token])
     assert [held.request for held in taken] == ["readable"]
     assert redis_server.client().hlen(f"rep9309:held:{KEY}") == 0
+
+
+@deferred_f_from_coro_f
+async def test_an_unreadable_orphan_that_cannot_be_deleted_strands_no_other(
+    fleet: _Fleet, redis_server: RedisServer
+) -> None:
+    """Deleting the unreadable entry fails (Redis hiccups): the readable one is adopted
+    all the same. Adoption used to raise there, after Redis had made both the adopter's:
+    the readable one reached nobody (found by a second reviewer)."""
+    gone, adopter = await fleet.open(), await fleet.open()
+    await gone.hold(KEY, HeldRequest(1, 100.0, "readable"))
+    await gone.hold(KEY, HeldRequest(2, 100.0, "damaged"))
+    await gone.close()
+    redis_server.client().hset(f"rep9309:held:{KEY}", f"{gone.me}:2", b"no-space")
+
+    async def hdel_fails(*args: Any) -> None:
+        raise RedisConnectionError("connection reset")
+
+    assert adopter._redis is not None
+    adopter._redis.hdel = hdel_fails  # type: ignore[method-assign]
+
+    adopted = await adopter.adopt_orphans()
+
+    assert [(key, held.request) for key, held in adopted] == [(KEY, "readable")]
+
+
+@deferred_f_from_coro_f
+async def test_writes_still_queued_at_close_are_withdrawn_and_never_sent(
+    fleet: _Fleet, redis_server: RedisServer
+) -> None:
+    """At close, a hold queued behind a write Redis has not answered is given up
+    (``withdraw_unwritten``): never sent, it is the process's to end. One already sent is
+    not: Redis may still carry it out, so it is left to the fleet. The close used to give
+    up on a write-back by cancelling its wait, which took nothing back: the store wrote it
+    all the same, after the request had ended here (found by a second reviewer)."""
+    one = await fleet.open()
+    real = one._write_held
+
+    async def slow(batch: list[tuple[str, str, bytes]]) -> None:
+        await asyncio.sleep(0.5)  # a slow Redis, not a down one
+        await real(batch)
+
+    one._write_held = slow  # type: ignore[method-assign]
+    sent = asyncio.ensure_future(one.hold(KEY, HeldRequest(1, 100.0, "sent")))
+    await asyncio.sleep(0.1)
+    queued = asyncio.ensure_future(one.hold(KEY, HeldRequest(2, 100.0, "queued")))
+    await asyncio.sleep(0.1)
+
+    assert await one.withdraw_unwritten() == [2]
+    with pytest.raises(StoreUnavailable):
+        await queued
+    await sent
+    await asyncio.sleep(0.6)
+    entries = redis_server.client().hvals(f"rep9309:held:{KEY}")
+    assert [value.split(b" ", 2)[2] for value in entries] == [b"sent"]
+
+
+@deferred_f_from_coro_f
+async def test_a_foreign_held_key_is_deleted_before_anything_of_the_batch_is_written(
+    fleet: _Fleet, redis_server: RedisServer
+) -> None:
+    """One batch holds for two origins, one of whose held key holds a string: the hold
+    script deletes it (WARNING, counted) before writing anything, so that it never fails
+    half-way, with part of the batch written and the rest to be written again (a request
+    released twice). Takes meet such a key the same way."""
+    one = await fleet.open()
+    client = redis_server.client()
+    client.set(f"rep9309:held:{OTHER_KEY}", "not a hash")
+
+    await asyncio.gather(
+        one.hold(KEY, HeldRequest(1, 100.0, "a")), one.hold(OTHER_KEY, HeldRequest(2, 100.0, "b"))
+    )
+    client.set("rep9309:held:http://c.com", "not a hash either")
+
+    assert [held.request for held in await one.take_held(KEY)] == ["a"]
+    assert [held.request for held in await one.take_held(OTHER_KEY)] == ["b"]
+    assert await one.take_held("http://c.com") == []
+    assert not client.exists("rep9309:held:http://c.com")
 
 
 @deferred_f_from_coro_f

@@ -15,7 +15,6 @@ another origin's are parsed again from its record when it is next decided.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import time
@@ -569,27 +568,38 @@ class OriginDriver:
         return True
 
     async def _leave_leftovers(self, leftovers: list[Leftover]) -> list[Leftover]:
-        """Fleet, at close: put the leftovers back into the store for the others; those
-        the store does not take within a few seconds, or keeps in the process (it is
-        down), stay leftovers."""
-        written: dict[Hashable, Leftover] = {}
+        """Fleet, at close: put the leftovers back into the store for the others, and
+        return those that stay this process's to end: the store refused them, kept them
+        in the process (it is down), or never sent them within a few seconds. A write
+        sent and not answered in that time is left to the fleet: the store may still
+        carry it out (a stalled Redis does, when it wakes up), and a request must not end
+        here and be crawled by a peer too. Writes are never cancelled: a cancelled wait
+        would not take back what was sent."""
+        writes: dict[Hashable, tuple[Leftover, Deferred[bool]]] = {}
         for leftover in leftovers:
             held = HeldRequest(next(self._tokens), leftover.deadline, leftover.request)
-            stored = deferred_from_coro(self.store.hold(str(leftover.origin), held))
-            stored.addTimeout(CLOSE_STORE_TIMEOUT, _reactor())
-            try:
-                await maybe_deferred_to_future(stored)
-            except (Exception, asyncio.CancelledError):
-                # The store's error, or the timeout (it cancels the store call, which
-                # under asyncio fails with asyncio's CancelledError, no Exception).
-                continue
-            written[held.token] = leftover
-        for token in await self.store.withdraw_unwritten():
-            written.pop(token, None)
-        if written:
-            self.stats.inc_value(LEFT_STAT, len(written))
-        left = set(map(id, written.values()))
-        return [leftover for leftover in leftovers if id(leftover) not in left]
+            write = deferred_from_coro(self._hold_for_the_fleet(leftover.origin, held))
+            writes[held.token] = (leftover, write)
+        deadline = time.monotonic() + CLOSE_STORE_TIMEOUT
+        for _, write in writes.values():
+            if not write.called:
+                await _at_most(write, max(0.0, deadline - time.monotonic()))
+        ours = set(await self.store.withdraw_unwritten())
+        ours.update(
+            token for token, (_, write) in writes.items() if write.called and not write.result
+        )
+        left = [token for token in writes if token not in ours]
+        if left:
+            self.stats.inc_value(LEFT_STAT, len(left))
+        return [leftover for token, (leftover, _) in writes.items() if token in ours]
+
+    async def _hold_for_the_fleet(self, origin: Origin, held: HeldRequest) -> bool:
+        """Whether the store took ``held`` (False: it refused it, e.g. unencodable)."""
+        try:
+            await self.store.hold(str(origin), held)
+        except Exception:
+            return False
+        return True
 
     # -- carrying out effects --------------------------------------------------------
 

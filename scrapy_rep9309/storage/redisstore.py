@@ -46,7 +46,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -103,6 +103,8 @@ UNREADABLE_HELD_STAT = "robotstxt/store/held_unreadable"
 _GENERATION_ERROR = "REP9309GENERATION"
 #: How Redis refuses a command on a key of another type (a string where a hash is read).
 _WRONG_TYPE_ERROR = "WRONGTYPE"
+#: A take's whole answer when the origin's held key held another Redis type (deleted).
+FOREIGN_HELD = b"!foreign-held-key"
 _T = TypeVar("_T")
 #: A take waiting for its batch: origin key, tokens (None: all), the answer.
 _Take = tuple[str, "Sequence[Hashable] | None", "asyncio.Future[list[HeldRequest]]"]
@@ -187,31 +189,49 @@ return 1
 # KEYS: generation, holders, holding:<me>, seq. ARGV: generation, prefix, me, then
 # origin key, entry id, value for each request (a batch: one round trip for many).
 # Sequence numbers keep the requests of an origin in the order they were held.
+# Everything that can fail runs before the first request is written (a script that
+# fails half-way keeps what it wrote): an origin's held key of another type than a hash
+# (something else wrote there) is deleted first. Returns the origin keys so cleared.
 _HOLD = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('REP9309GENERATION Redis lost its data')
 end
-local count = (#ARGV - 3) / 3
-local seq = redis.call('INCRBY', KEYS[4], count) - count
+local cleared = {}
 local seen = {}
 for i = 4, #ARGV, 3 do
-  seq = seq + 1
-  redis.call('HSET', ARGV[2] .. ':held:' .. ARGV[i], ARGV[i + 1], seq .. ' ' .. ARGV[i + 2])
   if not seen[ARGV[i]] then
-    redis.call('SADD', KEYS[3], ARGV[i])
     seen[ARGV[i]] = true
+    local held = ARGV[2] .. ':held:' .. ARGV[i]
+    local kind = redis.call('TYPE', held).ok
+    if kind ~= 'hash' and kind ~= 'none' then
+      redis.call('DEL', held)
+      cleared[#cleared + 1] = ARGV[i]
+    end
+    redis.call('SADD', KEYS[3], ARGV[i])
   end
 end
 redis.call('SADD', KEYS[2], ARGV[3])
-return count
+local count = (#ARGV - 3) / 3
+local seq = redis.call('INCRBY', KEYS[4], count) - count
+for i = 4, #ARGV, 3 do
+  seq = seq + 1
+  redis.call('HSET', ARGV[2] .. ':held:' .. ARGV[i], ARGV[i + 1], seq .. ' ' .. ARGV[i + 2])
+end
+return cleared
 """
 
 # KEYS: held, generation, receipt, holders. ARGV: generation, prefix, origin key,
-# entry ids (none: all). Returns id, value, id, value...
+# entry ids (none: all). Returns id, value, id, value... A held key of another type than
+# a hash (something else wrote there) is deleted: the answer is FOREIGN_HELD alone.
 _TAKE = (
     _GENERATION_CHECK
     + """
 if redis.call('EXISTS', KEYS[3]) == 1 then return redis.call('LRANGE', KEYS[3], 0, -1) end
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'hash' and kind ~= 'none' then
+  redis.call('DEL', KEYS[1])
+  return {'FOREIGN_HELD'}
+end
 local out = {}
 if #ARGV == 3 then
   out = redis.call('HGETALL', KEYS[1])
@@ -264,7 +284,9 @@ for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
       local held = ARGV[2] .. ':held:' .. key
       local mark = owner .. ':'
       local adopted = 0
-      for _, id in ipairs(redis.call('HKEYS', held)) do
+      local ids = {}
+      if redis.call('TYPE', held).ok == 'hash' then ids = redis.call('HKEYS', held) end
+      for _, id in ipairs(ids) do
         if string.sub(id, 1, #mark) == mark then
           local value = redis.call('HGET', held, id)
           local new = ARGV[3] .. ':' .. id
@@ -294,7 +316,9 @@ return out
 """
 )
 
-_TAKE = _TAKE.replace("RECEIPT_MS", str(int(RECEIPT_TTL * 1000)))
+_TAKE = _TAKE.replace("RECEIPT_MS", str(int(RECEIPT_TTL * 1000))).replace(
+    "FOREIGN_HELD", FOREIGN_HELD.decode()
+)
 _ADOPT = _ADOPT.replace("RECEIPT_MS", str(int(RECEIPT_TTL * 1000)))
 
 # KEYS: holders. ARGV: prefix. Origins with requests held by processes that are gone.
@@ -670,28 +694,17 @@ class RedisOriginStore:
                     await self._call(functools.partial(redis.delete, full_key))
             return await self._call(call)
 
-    async def _drop_foreign_held_keys(self, keys: Iterable[str]) -> None:
-        """Delete, with a WARNING each, the held-requests keys of ``keys`` (origin keys)
-        that hold another Redis type than the hash this store writes (something else
-        wrote there): Redis refused the script, and retrying cannot help. A refusal
-        that has another cause goes on after this (the caller's second try fails too)."""
-        redis = self._redis
-        assert redis is not None  # _call raised, not "not open"
-        for key in dict.fromkeys(keys):
-            full_key = self._key("held", key)
-            kind = await self._call(functools.partial(redis.type, full_key))
-            if kind in (b"hash", b"none"):
-                continue
-            logger.warning(
-                "Ignoring the held requests of %s in Redis (%s): its key holds a Redis %s, "
-                "not requests; deleted",
-                key,
-                redact(self.url),
-                kind.decode(),
-            )
-            if self._stats is not None:
-                self._stats.inc_value(UNREADABLE_HELD_STAT)
-            await self._call(functools.partial(redis.delete, full_key))
+    def _foreign_held_key_deleted(self, key: str) -> None:
+        """A script met ``key``'s held-requests key holding another Redis type than the
+        hash this store writes (something else wrote there), and deleted it."""
+        logger.warning(
+            "Ignoring the held requests of %s in Redis (%s): its key held another Redis "
+            "type, not requests; deleted",
+            key,
+            redact(self.url),
+        )
+        if self._stats is not None:
+            self._stats.inc_value(UNREADABLE_HELD_STAT)
 
     def _ignored(self, key: str, why: str) -> None:
         logger.warning(
@@ -811,6 +824,8 @@ class RedisOriginStore:
             self._batch_writer = asyncio.ensure_future(self._write_batches())
         try:
             await written
+        except _Withdrawn:
+            raise  # never sent, and never will be (``withdraw_unwritten``)
         except StoreUnavailable as exc:
             logger.debug("Holding %s in this process until Redis answers: %s", entry, exc)
             self._unwritten.add((key, entry))
@@ -821,7 +836,14 @@ class RedisOriginStore:
         """Give up the held requests still waiting in this process for Redis to answer
         (it was down): they will not be written, and their tokens are returned for the
         caller to decide them itself. At close, so that none is counted as left to the
-        fleet while no peer can see it."""
+        fleet while no peer can see it. Writes still queued (behind one Redis has not
+        answered) are given up too: never sent, they never will be. A write sent and not
+        answered is not: Redis may still carry it out."""
+        queued, self._batch = self._batch, []
+        for key, entry, _, written in queued:
+            self._unwritten.add((key, entry))
+            if not written.done():
+                written.set_exception(_Withdrawn("withdrawn before it was sent"))
         tokens = []
         for key, entry in sorted(self._unwritten, key=lambda item: _order(item[1])):
             mine = self._mine.get(key, {})
@@ -840,11 +862,7 @@ class RedisOriginStore:
                 batch, self._batch = self._batch[:HOLD_BATCH], self._batch[HOLD_BATCH:]
                 triples = [(key, entry, value) for key, entry, value, _ in batch]
                 try:
-                    try:
-                        await self._write_held(triples)
-                    except _WrongType:
-                        await self._drop_foreign_held_keys(key for key, _, _ in triples)
-                        await self._write_held(triples)
+                    await self._write_held(triples)
                 except Exception as exc:  # StoreUnavailable: the request waits in the process
                     for *_, written in batch:
                         if not written.done():
@@ -858,7 +876,7 @@ class RedisOriginStore:
 
     async def _write_held(self, batch: list[tuple[str, str, bytes]]) -> None:
         """Write (origin key, entry id, value) triples in one script call."""
-        await self._script(
+        cleared = await self._script(
             "hold",
             [
                 self._key("generation"),
@@ -868,6 +886,8 @@ class RedisOriginStore:
             ],
             [self.prefix, self.me, *(part for triple in batch for part in triple)],
         )
+        for key in cleared:
+            self._foreign_held_key_deleted(key.decode())
 
     async def take_held(
         self, key: str, tokens: Sequence[Hashable] | None = None
@@ -940,15 +960,14 @@ class RedisOriginStore:
                     )
                 )
             plans.append((key, wanted, local, call))
-        try:
-            replies = await self._pipelined_in_step(calls) if calls else []
-        except _WrongType:
-            await self._drop_foreign_held_keys(key for key, *_ in asked)
-            replies = await self._pipelined_in_step(calls)
+        replies = await self._pipelined_in_step(calls) if calls else []
         answers = []
         for key, wanted, local, call in plans:
             mine = self._mine.get(key, {})
             pairs: list[bytes] = [] if call is None else replies[call]
+            if pairs == [FOREIGN_HELD]:
+                self._foreign_held_key_deleted(key)
+                pairs = []
             taken = [
                 (entry.decode(), value)
                 for entry, value in zip(pairs[::2], pairs[1::2], strict=True)
@@ -1005,10 +1024,15 @@ class RedisOriginStore:
         return adopted
 
     async def _drop_held_entries(self, key: str, entries: set[str]) -> None:
+        """Best effort: the adopted requests are returned whatever happens here (a take
+        drops what is left, counted again)."""
         redis = self._redis
         if redis is None:
             return
-        await self._call(functools.partial(redis.hdel, self._key("held", key), *entries))
+        try:
+            await self._call(functools.partial(redis.hdel, self._key("held", key), *entries))
+        except Exception as exc:
+            logger.debug("Could not delete unreadable held requests of %s: %s", key, exc)
 
     def _entry_id(self, token: Hashable) -> str:
         """Entry ids of our requests: ``<me>:<driver token>``; adopted ones keep theirs."""
@@ -1096,6 +1120,10 @@ def decode_record(data: bytes) -> OriginRecord:
 class _WrongType(Exception):
     """Redis refused a command: one of its keys holds another type than this store
     writes there. Not an outage (retrying cannot help): ``_reading`` deletes the key."""
+
+
+class _Withdrawn(StoreUnavailable):
+    """A hold given up before it was sent (``withdraw_unwritten``): nothing was written."""
 
 
 class _GenerationLost(StoreUnavailable):
