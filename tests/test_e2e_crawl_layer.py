@@ -220,6 +220,34 @@ async def test_check_scrapy_robots_and_the_middleware_agree_on_urls_scrapy_rewri
         assert f"disallowed  {site.url('/c/d')}\n" in output, output
     assert crawled.urls == {site.url("/a")}
     assert crawled.forbidden_urls == {site.url("/c/d")}
+    # A path is read the same way (it was percent-encoded: /c%5Cd, allowed).
+    paths = run(["-m", "scrapy_rep9309", "check", str(robots_file), "/c\\d", "/a?"])
+    assert "disallowed  /c/d\n" in paths.stdout
+    assert "allowed     /a\n" in paths.stdout
+
+
+@deferred_f_from_coro_f
+async def test_the_tools_take_the_origin_of_the_url_scrapy_sends(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """``http://A\\@B/x`` is sent to A, as ``http://A/@B/x``: the tools took B for its
+    origin, fetched B's robots.txt and said allowed where a crawl, deciding by A's,
+    forbids it (found by a second reviewer)."""
+    forbidding = servers.add(rules("User-agent: *\nDisallow: /\n"))
+    allowing = servers.add(rules("User-agent: *\nAllow: /\n"))
+    host_a, host_b = forbidding.base.split("://")[1], allowing.base.split("://")[1]
+    typed = f"http://{host_a}\\@{host_b}/x"
+    sent = forbidding.url(f"/@{host_b}/x")
+
+    crawled = await run_crawl([typed])
+    commanded = await run_async(
+        scrapy("robots", "-s", "TELNETCONSOLE_ENABLED=False", typed), cwd=tmp_path
+    )
+
+    assert crawled.forbidden_urls == {sent}
+    assert f"disallowed  {sent}\n" in commanded.stdout, commanded.stdout
+    assert f"robots.txt  {forbidding.url('/robots.txt')}" in commanded.stdout
+    assert allowing.robots_fetches == []
 
 
 @deferred_f_from_coro_f

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 from pathlib import Path
+from typing import Any
 
 from scrapy import Request, Spider
 from scrapy.extensions.httpcache import FilesystemCacheStorage
@@ -20,7 +21,7 @@ from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
-from tests.crawl import Wait, run_crawl
+from tests.crawl import PlanSpider, Wait, run_crawl
 from tests.servers import Reply, ServerPool, rules
 
 ALLOW_ALL = "User-agent: *\nAllow: /\n"
@@ -179,3 +180,33 @@ async def test_a_copy_answering_the_spiders_robots_txt_request_is_not_cached(
     assert second.forbidden_urls == {site.url("/private/1")}
     assert "/private/1" not in site.crawled_paths()
     assert second.stat(RECHECKED) == 1
+
+
+class _FollowsWithTheCopysMeta(PlanSpider):
+    """Asks for /robots.txt; from its answer, follows /page with ``meta=response.meta``."""
+
+    def parse(self, response: Response, **kwargs: Any) -> Any:
+        super().parse(response)
+        if response.url.endswith("/robots.txt"):
+            yield Request(response.urljoin("/page"), meta=response.meta, callback=self.parse)
+
+
+@deferred_f_from_coro_f
+async def test_a_request_made_with_the_copys_meta_is_cached_as_usual(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """The copy's ``dont_cache`` is taken off once the HTTP cache has passed it by: a page
+    followed with its ``response.meta`` used to inherit it and was never cached (found by
+    a second reviewer)."""
+    site = servers.add(rules(ALLOW_ALL))
+    settings = cache_settings(tmp_path)
+    first = await run_crawl(
+        [site.url("/a"), Wait(0.5), site.url("/robots.txt")],
+        settings,
+        spider_cls=_FollowsWithTheCopysMeta,
+    )
+    assert first.stat("robotstxt/robots_copy_served") == 1
+
+    await run_crawl([site.url("/page")], settings)
+
+    assert [entry.path for entry in site.page_requests].count("/page") == 1

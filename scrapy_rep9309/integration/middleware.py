@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import Request, signals
@@ -136,6 +137,8 @@ class RobotsTxtMiddleware:
         self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
         self._codec = RequestCodec(None)
         self._crawl_delay_keeper: CrawlDelayKeeper | None = None
+        #: Spiders' robots.txt requests answered from a copy, given ``dont_cache`` here.
+        self._uncached_copies: weakref.WeakSet[Request] = weakref.WeakSet()
         self._closed = False
 
     @classmethod
@@ -541,7 +544,11 @@ class RobotsTxtMiddleware:
         response_class = responsetypes.from_args(url=url, body=body)
         # Not a download: Scrapy's HTTP cache must not store it over the real answer (it
         # would be replayed as a copy fetched now, with none of the answer's headers).
-        request.meta["dont_cache"] = True
+        # Taken off again in ``process_response``, after the cache's: a request made
+        # with this response's meta is cached as usual.
+        if not request.meta.get("dont_cache"):
+            request.meta["dont_cache"] = True
+            self._uncached_copies.add(request)
         self.stats.inc_value(ROBOTS_COPY_STAT)
         logger.debug(
             "Answered %(request)s from the robots.txt copy of %(origin)s (HTTP %(status)s, "
@@ -563,6 +570,9 @@ class RobotsTxtMiddleware:
     ) -> Response:
         """Combine the robots.txt preferences ``_decide`` left on the request with the
         response's ``Content-Usage`` header, the most restrictive way, and count them."""
+        if response.flags and request in self._uncached_copies:  # ``_robots_copy``
+            self._uncached_copies.discard(request)
+            request.meta.pop("dont_cache", None)
         robots = request.meta.get(CONTENT_USAGE_META)
         if robots is None:
             return response

@@ -26,6 +26,7 @@ from scrapy_rep9309.policy.origin import Origin
 from scrapy_rep9309.policy.record import AVAILABLE
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
 from scrapy_rep9309.tools.explain import (
+    as_sent,
     describe_fetch,
     describe_licenses,
     describe_user_agent,
@@ -203,10 +204,11 @@ class Command(ScrapyCommand):
 def _origins_of(urls: list[str]) -> dict[Origin, list[str]]:
     """URLs grouped by origin, in the order given; UsageError for anything not http(s)."""
     origins: dict[Origin, list[str]] = {}
-    for url in urls:
+    for typed in urls:
+        url = as_sent(typed)  # the origin and the verdict of what a crawl sends
         origin = Origin.from_url(url)
         if origin is None:
-            raise UsageError(f"not an absolute http(s) URL: {url!r}", print_help=False)
+            raise UsageError(f"not an absolute http(s) URL: {typed!r}", print_help=False)
         origins.setdefault(origin, []).append(url)
     return origins
 

@@ -21,6 +21,7 @@ from scrapy_rep9309.policy.record import AVAILABLE
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
 from scrapy_rep9309.tools.explain import (
     Verdict,
+    as_sent,
     describe_fetch,
     describe_file,
     describe_licenses,
@@ -120,6 +121,7 @@ def run_check(
     extra_user_agents: Sequence[str] = (),
 ) -> int:
     """Print the report for ``urls`` and return the exit status."""
+    urls = [as_sent(url) for url in urls]  # the origin and the verdict of what is sent
     remote = _split(robots, "robots.txt URL").scheme in HTTP_SCHEMES
     if remote and Origin.from_url(robots) is None:
         raise BadInput(f"not a valid robots.txt URL: {robots!r}")

@@ -60,6 +60,23 @@ class Verdict:
         return lines
 
 
+#: The host a path is read under, as a crawl would send it (``as_sent``).
+_PATH_HOST = "http://path.invalid"
+
+
+def as_sent(url: str) -> str:
+    """``url`` (or a path: ``/a/b?q=1``) as ``scrapy.Request`` reads it, which is what a
+    crawl decides and sends (``safe_url_string``: ``/a?`` is ``/a``, a backslash ``/``,
+    non-ASCII percent-encoded); the tools decide that URL, so that they and a crawl never
+    disagree. What it cannot read is returned as it is (the caller reports it)."""
+    is_path = url.startswith("/") and not url.startswith("//")
+    try:
+        sent = safe_url_string(_PATH_HOST + url if is_path else url)
+    except ValueError:
+        return url
+    return sent[len(_PATH_HOST) :] if is_path else sent
+
+
 def judge(
     url: str,
     user_agent: str,
@@ -68,12 +85,9 @@ def judge(
     extra_user_agents: Sequence[str] = (),
     required: Sequence[str] = (),
 ) -> Verdict:
-    """Decide ``url`` with the middleware's own decision, and say why in words.
-
-    The URL is read as ``scrapy.Request`` reads it (``safe_url_string``: ``/a?`` is
-    ``/a``, ``\\`` is ``/``...), which is what a crawl decides and sends; the verdict
-    names that URL."""
-    url = safe_url_string(url)
+    """Decide ``url`` (as ``as_sent`` reads it) with the middleware's own decision, and
+    say why in words; the verdict names the URL decided."""
+    url = as_sent(url)
     verdict = explain(outcome, rules, url, user_agent, extra_user_agents, required)
     decision = verdict.decision
     if decision is None:
