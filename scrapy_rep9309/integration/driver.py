@@ -984,15 +984,16 @@ class OriginDriver:
                     request,
                 )
                 expired = counter == "expired"
-                reason = IgnoreRequest(request.meta[EXPIRED_META]) if expired else error
+                # The mark is used here: a copy the errback makes is decided anew.
+                reason = IgnoreRequest(request.meta.pop(EXPIRED_META)) if expired else error
                 self._spawn(call_errback(request, reason))
 
     def _keep_for_close(self, outbox: list[tuple[Origin, Request, str, float]]) -> None:
         """Requests the closing engine cannot take any more: close() decides them (an
         expired copy goes to its errback, a released request is saved or closed)."""
         for origin, request, counter, deadline in outbox:
-            if counter == "expired":
-                self._expired_late.append((origin, request, request.meta[EXPIRED_META]))
+            if counter == "expired":  # the mark used here, as in ``process_request``
+                self._expired_late.append((origin, request, request.meta.pop(EXPIRED_META)))
             else:
                 record = self.released.pop(request, None)
                 self._undelivered.append(Leftover(origin, request, deadline, record))
