@@ -20,7 +20,15 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._commands import run, run_async, scrapy
 from tests._readme import undocumented_stats
-from tests.crawl import BUILTIN_ENABLED, NO_RANDOM_DELAY, PlanSpider, Wait, ours_class, run_crawl
+from tests.crawl import (
+    BUILTIN_ENABLED,
+    NO_RANDOM_DELAY,
+    CrawlResult,
+    PlanSpider,
+    Wait,
+    ours_class,
+    run_crawl,
+)
 from tests.servers import Reply, ServerPool, rules
 
 ALLOW_ALL = "User-agent: *\nAllow: /\n"
@@ -170,22 +178,30 @@ async def test_an_opted_out_request_with_another_pages_meta_is_not_decided(
 ROBOTS_RULE = "User-agent: *\nDisallow: /robots\n"
 
 
+async def _tools_and_crawl(
+    robots: str, urls: list[str], tmp_path: Path
+) -> tuple[tuple[str, str], CrawlResult]:
+    """``check`` on a copy of ``robots`` (saved as tmp_path/robots.txt) and ``scrapy
+    robots`` on ``urls``, their outputs; then a crawl of ``urls``."""
+    robots_file = tmp_path / "robots.txt"
+    robots_file.write_text(robots)
+    checked = run(["-m", "scrapy_rep9309", "check", str(robots_file), *urls])
+    commanded = await run_async(
+        scrapy("robots", "-s", "TELNETCONSOLE_ENABLED=False", *urls), cwd=tmp_path
+    )
+    return (checked.stdout, commanded.stdout), await run_crawl(urls)
+
+
 @deferred_f_from_coro_f
 async def test_check_scrapy_robots_and_the_middleware_agree_on_robots_txt_urls(
     servers: ServerPool, tmp_path: Path
 ) -> None:
     site = servers.add(rules(ROBOTS_RULE))
     itself, with_query = site.url("/robots.txt"), site.url("/robots.txt?x=1")
-    robots_file = tmp_path / "robots.txt"
-    robots_file.write_text(ROBOTS_RULE)
 
-    checked = run(["-m", "scrapy_rep9309", "check", str(robots_file), itself, with_query])
-    commanded = await run_async(
-        scrapy("robots", "-s", "TELNETCONSOLE_ENABLED=False", itself, with_query), cwd=tmp_path
-    )
-    crawled = await run_crawl([itself, with_query])
+    outputs, crawled = await _tools_and_crawl(ROBOTS_RULE, [itself, with_query], tmp_path)
 
-    for output in (checked.stdout, commanded.stdout):
+    for output in outputs:
         assert f"allowed     {itself}\n" in output, output
         assert f"disallowed  {with_query}\n" in output, output
     assert crawled.urls == {itself}
@@ -205,23 +221,16 @@ async def test_check_scrapy_robots_and_the_middleware_agree_on_urls_scrapy_rewri
     and print it."""
     site = servers.add(rules(REWRITTEN_RULES))
     question_mark, backslash = site.url("/a?"), site.url("/c\\d")
-    robots_file = tmp_path / "robots.txt"
-    robots_file.write_text(REWRITTEN_RULES)
 
-    checked = run(["-m", "scrapy_rep9309", "check", str(robots_file), question_mark, backslash])
-    commanded = await run_async(
-        scrapy("robots", "-s", "TELNETCONSOLE_ENABLED=False", question_mark, backslash),
-        cwd=tmp_path,
-    )
-    crawled = await run_crawl([question_mark, backslash])
+    outputs, crawled = await _tools_and_crawl(REWRITTEN_RULES, [question_mark, backslash], tmp_path)
 
-    for output in (checked.stdout, commanded.stdout):
+    for output in outputs:
         assert f"allowed     {site.url('/a')}\n" in output, output
         assert f"disallowed  {site.url('/c/d')}\n" in output, output
     assert crawled.urls == {site.url("/a")}
     assert crawled.forbidden_urls == {site.url("/c/d")}
     # A path is read the same way (it was percent-encoded: /c%5Cd, allowed).
-    paths = run(["-m", "scrapy_rep9309", "check", str(robots_file), "/c\\d", "/a?"])
+    paths = run(["-m", "scrapy_rep9309", "check", str(tmp_path / "robots.txt"), "/c\\d", "/a?"])
     assert "disallowed  /c/d\n" in paths.stdout
     assert "allowed     /a\n" in paths.stdout
 

@@ -211,7 +211,7 @@ class RobotsTxtMiddleware:
         driver = self.driver
         record = driver.usable(origin)
         if record is not None:
-            if meta.get(REQUEUED_META) and _requeues(request):
+            if meta.get(REQUEUED_META) and _requeues(request):  # most carry no counter
                 driver.released.setdefault(request, record)
             return None
         if request in driver.released or self._dropped_as_offsite(request):

@@ -85,9 +85,8 @@ def judge(
     extra_user_agents: Sequence[str] = (),
     required: Sequence[str] = (),
 ) -> Verdict:
-    """Decide ``url`` (as ``as_sent`` reads it) with the middleware's own decision, and
-    say why in words; the verdict names the URL decided."""
-    url = as_sent(url)
+    """Decide ``url`` (read by the caller with ``as_sent``, which also gave its origin)
+    with the middleware's own decision, and say why in words."""
     verdict = explain(outcome, rules, url, user_agent, extra_user_agents, required)
     decision = verdict.decision
     if decision is None:
