@@ -141,6 +141,32 @@ def test_a_call_may_schedule_and_cancel_others_while_far_calls_fire(loop: FakeLo
     assert fired == ["first", "third", "fourth"]
 
 
+def test_a_call_that_cancels_enough_others_to_compact_the_heap_runs_each_call_once(
+    loop: FakeLoop,
+) -> None:
+    """Found by a second reviewer: cancelling inside a firing far call could replace the
+    heap being read, so calls ran twice and the next firing raised KeyError (every far
+    call after it stranded: held requests' deadlines never came)."""
+    timers, fired = Timers(), []
+
+    def first() -> None:
+        fired.append("x")
+        timers.cancel("y")  # the 65th cancelled call: the heap is compacted
+
+    timers.schedule("x", 20.0, first)
+    timers.schedule("a1", 20.001, fired.append, "a1")
+    timers.schedule("y", 25.0, fired.append, "y")
+    for index in range(65):
+        timers.schedule(f"z{index}", 30.0, fired.append, f"z{index}")
+    for index in range(64):
+        timers.cancel(f"z{index}")
+    loop.advance(20.5)
+    assert fired == ["x", "a1"]
+    loop.advance(15)
+    assert fired == ["x", "a1", "z64"]
+    assert len(timers) == 0
+
+
 def test_a_far_call_that_raises_is_logged_and_the_others_still_run(
     loop: FakeLoop, caplog: pytest.LogCaptureFixture
 ) -> None:

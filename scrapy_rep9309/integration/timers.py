@@ -131,20 +131,21 @@ class Timers:
     def _far_timer_fired(self) -> None:
         self._far_timer = None
         self._far_timer_due = float("inf")
-        far = self._far
-        while far:
-            due, _, key, call = far[0]
+        # ``self._far`` is read anew each time round: a call may cancel others, and
+        # cancelling may replace the heap with one without the cancelled calls.
+        while self._far:
+            due, _, key, call = self._far[0]
             if call.cancelled:
-                heapq.heappop(far)
+                heapq.heappop(self._far)
                 self._far_cancelled = max(0, self._far_cancelled - 1)
                 continue
             if due > time.monotonic() + _FAR_TOLERANCE:
                 break
-            heapq.heappop(far)
-            del self._calls[key]
-            try:  # it may schedule or cancel others: the heap is read anew
+            heapq.heappop(self._far)
+            del self._calls[key]  # a call not cancelled is its key's current one
+            try:
                 call.func(*call.args)
             except Exception:  # as the event loop does: the other calls still run
                 logger.exception("A timer's call failed")
-        if far and far[0][0] < self._far_timer_due:
-            self._arm_far_timer(far[0][0])
+        if self._far and self._far[0][0] < self._far_timer_due:
+            self._arm_far_timer(self._far[0][0])
