@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from scrapy import Request
+from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
@@ -70,21 +71,52 @@ async def test_requests_queued_under_an_older_copy_obey_the_newest(servers: Serv
     assert undocumented_stats(set(result.stats)) == set()
 
 
+class DownloadingAtOpenPipeline:
+    """An item pipeline that downloads a page (``CONFIG_URL``) in its ``open_spider``,
+    which the engine runs before it sends ``spider_opened``."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DownloadingAtOpenPipeline:
+        return cls(crawler)
+
+    async def open_spider(self, spider: object = None) -> None:
+        engine = self.crawler.engine
+        assert engine is not None
+        url = self.crawler.settings["CONFIG_URL"]
+        await engine.download_async(Request(url, dont_filter=True))
+
+    def process_item(self, item: object, spider: object = None) -> object:
+        return item
+
+
 @pytest.mark.parametrize(
-    "robots_slot",
-    [None, {"download_slot": "robots"}],
-    ids=["refresh-in-the-pages-slot", "refresh-in-its-own-slot"],
+    ("robots_slot", "download_at_open"),
+    [(None, False), ({"download_slot": "robots"}, False), (None, True)],
+    ids=[
+        "refresh-in-the-pages-slot",
+        "refresh-in-its-own-slot",
+        "a-pipeline-downloaded-before-spider-opened",
+    ],
 )
 @deferred_f_from_coro_f
 async def test_requests_waiting_in_their_download_slot_obey_the_newest_copy(
-    servers: ServerPool, robots_slot: dict[str, str] | None
+    servers: ServerPool, robots_slot: dict[str, str] | None, download_at_open: bool
 ) -> None:
     """Eight pages pass the middleware at once and wait in their download slot's queue,
     DOWNLOAD_DELAY (0.8 s) apart; the robots.txt copy that let them through expires after
     2 s (max-age), and the next one says Disallow. Not one page may be sent after the
     first copy expired: those still queued are sent back to wait for the new copy (or,
     once it is there, decided by it), and it forbids them all. The refresh goes through
-    the pages' slot (the default) or one of its own (``REP9309_FETCH_META``)."""
+    the pages' slot (the default) or one of its own (``REP9309_FETCH_META``).
+
+    Also when an item pipeline downloaded a page of another origin in its
+    ``open_spider``, before the middleware heard ``spider_opened``: that download's
+    robots.txt fetch put the robots.txt size check in front of the download handlers
+    first, and the middleware's last look was never put there (found by a second
+    reviewer: every page was sent, after its copy expired)."""
     site = servers.add(
         [rules(ALLOW_ALL, headers={"Cache-Control": "max-age=2"}), rules(DISALLOW_ALL)]
     )
@@ -96,6 +128,10 @@ async def test_requests_waiting_in_their_download_slot_obey_the_newest_copy(
     }
     if robots_slot is not None:
         settings["REP9309_FETCH_META"] = robots_slot
+    if download_at_open:
+        config = servers.add(rules(ALLOW_ALL))
+        settings["CONFIG_URL"] = config.url("/config")
+        settings["ITEM_PIPELINES"] = {f"{__name__}.DownloadingAtOpenPipeline": 100}
 
     result = await run_crawl(pages, settings)
 
@@ -109,6 +145,8 @@ async def test_requests_waiting_in_their_download_slot_obey_the_newest_copy(
     assert result.forbidden_urls == set(pages) - result.urls
     assert len(site.robots_fetches) == 2
     assert undocumented_stats(set(result.stats)) == set()
+    if download_at_open:
+        assert [entry.path for entry in config.log] == ["/robots.txt", "/config"]
 
 
 @pytest.mark.parametrize("delay", ["download-delay", "crawl-delay"])

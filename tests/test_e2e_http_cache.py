@@ -210,3 +210,33 @@ async def test_a_request_made_with_the_copys_meta_is_cached_as_usual(
     await run_crawl([site.url("/page")], settings)
 
     assert [entry.path for entry in site.page_requests].count("/page") == 1
+
+
+class _KeepsTheResponses(PlanSpider):
+    responses: list[Response]
+
+    def parse(self, response: Response, **kwargs: Any) -> None:
+        super().parse(response)
+        self.responses.append(response)
+
+
+@deferred_f_from_coro_f
+async def test_a_retried_copy_loses_the_dont_cache_too(servers: ServerPool, tmp_path: Path) -> None:
+    """robots.txt answers 403, which the project retries (``RETRY_HTTP_CODES``); the
+    spider's own robots.txt request is answered from the copy, RetryMiddleware tries it
+    again with a copy of the request, and that one is answered from the copy too. Its
+    response came with the ``dont_cache`` this middleware set, so a request made with its
+    meta was never cached (found by a second reviewer)."""
+    site = servers.add(rules("User-agent: *\nDisallow: /private\n", status=403))
+    robots = Request(site.url("/robots.txt"), meta={"handle_httpstatus_all": True})
+    responses: list[Response] = []
+    await run_crawl(
+        [site.url("/"), Wait(0.5), robots],
+        {**cache_settings(tmp_path), "RETRY_HTTP_CODES": [403]},
+        spider_cls=type("Spider", (_KeepsTheResponses,), {"responses": responses}),
+    )
+    (answer,) = [r for r in responses if r.url.endswith("/robots.txt")]
+    assert "rep9309-robots-copy" in answer.flags
+    assert answer.meta.get("retry_times"), "the copy was retried"
+    assert "dont_cache" not in answer.meta
+    assert "_rep9309_uncached_copy" not in answer.meta

@@ -63,7 +63,17 @@ async def _looked_at(download: Coroutine[Any, Any, Response], look: ResponseLook
     return look(await download)
 
 
-def install(downloader: Downloader, check: Check) -> None:
-    """Put ``check`` in front of ``downloader``'s handlers (once per downloader)."""
-    if not isinstance(downloader.handlers, LastLook):
-        downloader.handlers = LastLook(downloader.handlers, check)  # type: ignore[assignment]
+def install(downloader: Downloader, check: Check, *, replace: bool = False) -> None:
+    """Put ``check`` in front of ``downloader``'s handlers (once per downloader); with
+    ``replace``, instead of a check put there before.
+
+    The middleware's check replaces the robots.txt fetch's (``live_download``, which it
+    calls itself): a component may download through the engine before the middleware
+    hears ``spider_opened`` (an item pipeline's ``open_spider`` runs first), and that
+    download's robots.txt fetch puts its check there first."""
+    handlers = downloader.handlers
+    if isinstance(handlers, LastLook):
+        if replace:
+            handlers.check = check
+        return
+    downloader.handlers = LastLook(handlers, check)  # type: ignore[assignment]

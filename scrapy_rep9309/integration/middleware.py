@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import Request, signals
@@ -102,6 +101,9 @@ CONTENT_USAGE_META = "rep9309_content_usage"
 #: this middleware fetched (no download): docs/behaviour.md.
 ROBOTS_COPY_FLAG = "rep9309-robots-copy"
 ROBOTS_COPY_STAT = "robotstxt/robots_copy_served"
+#: On a spider's robots.txt request answered from a copy: the ``dont_cache`` it carries
+#: is this middleware's, taken off with this key once the HTTP cache has let it by.
+UNCACHED_COPY_META = "_rep9309_uncached_copy"
 #: Spider requests for robots.txt downloaded after all: the copy cannot stand in for a
 #: download (cut at REP9309_MAX_SIZE, a redirect not followed, refused locally).
 ROBOTS_COPY_DOWNLOADED_STAT = "robotstxt/robots_copy_downloaded"
@@ -137,8 +139,6 @@ class RobotsTxtMiddleware:
         self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
         self._codec = RequestCodec(None)
         self._crawl_delay_keeper: CrawlDelayKeeper | None = None
-        #: Spiders' robots.txt requests answered from a copy, given ``dont_cache`` here.
-        self._uncached_copies: weakref.WeakSet[Request] = weakref.WeakSet()
         self._closed = False
 
     @classmethod
@@ -165,7 +165,7 @@ class RobotsTxtMiddleware:
                 for mw in engine.downloader.middleware.middlewares
                 if isinstance(mw, OffsiteMiddleware)
             ]
-            install_last_look(engine.downloader, self._last_look)
+            install_last_look(engine.downloader, self._last_look, replace=True)
             if self.settings.crawl_delay:
                 # Held here: the signal manager keeps only a weak reference to receivers.
                 self._crawl_delay_keeper = CrawlDelayKeeper(
@@ -546,9 +546,12 @@ class RobotsTxtMiddleware:
         # would be replayed as a copy fetched now, with none of the answer's headers).
         # Taken off again in ``process_response``, after the cache's: a request made
         # with this response's meta is cached as usual.
-        if not request.meta.get("dont_cache"):
-            request.meta["dont_cache"] = True
-            self._uncached_copies.add(request)
+        # Marked in the meta, not kept here: RetryMiddleware may answer the copy with a
+        # copy of the request, whose answer is the one ``process_response`` sees.
+        meta = request.meta
+        if not meta.get("dont_cache") or meta.get(UNCACHED_COPY_META):
+            meta["dont_cache"] = True
+            meta[UNCACHED_COPY_META] = True
         self.stats.inc_value(ROBOTS_COPY_STAT)
         logger.debug(
             "Answered %(request)s from the robots.txt copy of %(origin)s (HTTP %(status)s, "
@@ -570,8 +573,7 @@ class RobotsTxtMiddleware:
     ) -> Response:
         """Combine the robots.txt preferences ``_decide`` left on the request with the
         response's ``Content-Usage`` header, the most restrictive way, and count them."""
-        if response.flags and request in self._uncached_copies:  # ``_robots_copy``
-            self._uncached_copies.discard(request)
+        if response.flags and request.meta.pop(UNCACHED_COPY_META, None):  # ``_robots_copy``
             request.meta.pop("dont_cache", None)
         robots = request.meta.get(CONTENT_USAGE_META)
         if robots is None:
