@@ -157,6 +157,28 @@ async def test_a_skipped_request_with_another_requests_meta_carries_none_of_its_
     assert usage_by_url(result) == {site.url("/header"): "absent"}
 
 
+@deferred_f_from_coro_f
+async def test_a_refused_or_forbidden_request_carries_none_of_another_requests_preferences(
+    servers: ServerPool,
+) -> None:
+    """Requests made with another page's meta (``meta=response.meta``) that robots.txt
+    then refuses (``REP9309_REQUIRE_USAGE``) or forbids reached their errback with the
+    other page's preferences: ``train-ai=y`` on a request refused for ``train-ai=n``
+    (found by a second reviewer). Only a request let through carries the key."""
+    site = servers.add(rules(PREFERENCES))
+    copied = {META: {"train-ai": "y", "search": "y"}}  # what /ai-ok/1's response said
+    refused = Request(site.url("/news/1"), meta=dict(copied))
+    forbidden = Request(site.url("/private/1"), meta=dict(copied))
+
+    result = await run_crawl([refused, forbidden], {"REP9309_REQUIRE_USAGE": "train-ai"})
+
+    refusal = result.failure_for(site.url("/news/1"))
+    assert refusal.message == "Usage refused by robots.txt: train-ai=n"
+    assert META not in refusal.request.meta
+    assert result.forbidden_urls == {site.url("/private/1")}
+    assert META not in result.failure_for(site.url("/private/1")).request.meta
+
+
 # --- REP9309_REQUIRE_USAGE ---------------------------------------------------------------
 
 

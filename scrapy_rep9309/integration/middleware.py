@@ -437,6 +437,7 @@ class RobotsTxtMiddleware:
         # Used once: a copy the errback makes (a request tried again) is decided anew.
         expired = meta.pop(EXPIRED_META, None)
         if expired:
+            meta.pop(CONTENT_USAGE_META, None)  # not let through: none of another's
             raise IgnoreRequest(expired)
         origin = origin_of_netloc(parts.scheme, parts.netloc)
         if origin is None:
@@ -632,6 +633,7 @@ class RobotsTxtMiddleware:
                 },
                 extra={"spider": self.crawler.spider},
             )
+            request.meta.pop(CONTENT_USAGE_META, None)  # not let through: none of another's
             raise IgnoreRequest(FORBIDDEN_MESSAGE)
         usage = usage_preferences(record.outcome, rules, request.url, user_agent, extra)
         refusing = refused(usage, self.settings.require_usage) if usage else ()
@@ -678,6 +680,7 @@ class RobotsTxtMiddleware:
             },
             extra={"spider": self.crawler.spider},
         )
+        request.meta.pop(CONTENT_USAGE_META, None)  # not let through: none of another's
         raise IgnoreRequest(f"{USAGE_REFUSED_MESSAGE}: {stated}")
 
     def _user_agent(self, request: Request) -> str:
