@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
@@ -23,6 +23,11 @@ from scrapy.settings import default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 from twisted.python.failure import Failure
+
+from scrapy_rep9309.integration.timers import Timers
+
+if TYPE_CHECKING:
+    import pytest
 
 BUILTIN = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 OURS = "scrapy_rep9309.RobotsTxtMiddleware"
@@ -302,3 +307,17 @@ def _connect_recorders(crawler: Crawler, result: CrawlResult) -> None:
     if hasattr(signals, "robots_parsed"):
         crawler.signals.connect(robots_parsed, signal=signals.robots_parsed)
     crawler.signals.connect(spider_closed, signal=signals.spider_closed)
+
+
+def stretch_the_turn_before_the_engine(
+    monkeypatch: pytest.MonkeyPatch, seconds: float = 1.0
+) -> None:
+    """Released requests and expired copies reach the engine a turn of the event loop
+    after they leave the driver (its outbox); stretch that turn to ``seconds``."""
+    schedule = Timers.schedule
+
+    def stretched(self: Timers, key: Any, delay: float, *args: Any) -> None:
+        outbox = isinstance(key, tuple) and key[0] == "outbox"
+        schedule(self, key, seconds if outbox else delay, *args)
+
+    monkeypatch.setattr(Timers, "schedule", stretched)

@@ -8,7 +8,6 @@ silently: they reach their errback, counted as closed; and no timer outlives the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from scrapy import Request
@@ -17,8 +16,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_rep9309.integration.jobdir import read_state
 from scrapy_rep9309.integration.middleware import CONTENT_USAGE_META
-from scrapy_rep9309.integration.timers import Timers
-from tests.crawl import Wait, ours_class, run_crawl
+from tests.crawl import Wait, ours_class, run_crawl, stretch_the_turn_before_the_engine
 from tests.servers import Reply, ServerPool, hang, rules
 
 
@@ -116,7 +114,7 @@ async def test_requests_expired_just_before_the_close_reach_their_errback_once(
     spider closes in between (here the engine is still finishing a slow page when that
     turn comes), close() hands them to their errback with the expiry reason, once each,
     counted expired; none is downloaded."""
-    _stretch_the_turn_before_the_engine(monkeypatch)  # the close falls inside it
+    stretch_the_turn_before_the_engine(monkeypatch)  # the close falls inside it
     failing = servers.add(Reply(503, "busy"))
     slow = servers.add(rules("User-agent: *\n"))
     slow.script("/slow", [Reply(200, "slow", delay=2.0)])  # keeps the engine closing
@@ -200,7 +198,7 @@ async def test_requests_released_just_before_a_jobdir_pause_keep_their_defer_tim
     close (here: pause under JOBDIR) in between. They are saved with the defer time they
     had left, not none: on the resume they wait for their robots.txt like any other
     (they were saved with 0 s and expired at once if it had to be fetched again)."""
-    _stretch_the_turn_before_the_engine(monkeypatch)  # the pause falls inside it
+    stretch_the_turn_before_the_engine(monkeypatch)  # the pause falls inside it
     site = servers.add(rules("User-agent: *\n"))
     jobdir = tmp_path / "job"
     settings = {"JOBDIR": str(jobdir), "CLOSESPIDER_TIMEOUT": 0.5, "REP9309_DEFER_TIMEOUT": 30}
@@ -214,17 +212,3 @@ async def test_requests_released_just_before_a_jobdir_pause_keep_their_defer_tim
     assert sorted(saved.origin for saved in state.held) == [site.base, site.base]
     assert all(25 < saved.remaining <= 30 for saved in state.held), state.held
     assert result.stat("robotstxt/deferred") == result.stat("robotstxt/deferred/saved") == 2
-
-
-def _stretch_the_turn_before_the_engine(
-    monkeypatch: pytest.MonkeyPatch, seconds: float = 1.0
-) -> None:
-    """Released requests and expired copies reach the engine a turn of the event loop
-    after they leave the driver (its outbox); stretch that turn to ``seconds``."""
-    schedule = Timers.schedule
-
-    def stretched(self: Timers, key: Any, delay: float, *args: Any) -> None:
-        outbox = isinstance(key, tuple) and key[0] == "outbox"
-        schedule(self, key, seconds if outbox else delay, *args)
-
-    monkeypatch.setattr(Timers, "schedule", stretched)

@@ -22,7 +22,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
 from tests.crawl import PlanSpider, Wait, run_crawl
-from tests.servers import Reply, ServerPool, rules
+from tests.servers import Reply, ServerPool, redirect, rules
 
 ALLOW_ALL = "User-agent: *\nAllow: /\n"
 DISALLOW_PRIVATE = "User-agent: *\nDisallow: /private\n"
@@ -240,3 +240,34 @@ async def test_a_retried_copy_loses_the_dont_cache_too(servers: ServerPool, tmp_
     assert answer.meta.get("retry_times"), "the copy was retried"
     assert "dont_cache" not in answer.meta
     assert "_rep9309_uncached_copy" not in answer.meta
+
+
+_REFRESHING_HOME = (
+    b"<html><head><meta http-equiv='refresh' content='0;url=/landing'></head>"
+    b"<body>home</body></html>"
+)
+
+
+@deferred_f_from_coro_f
+async def test_a_page_reached_from_the_copy_through_another_middleware_is_cached(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """/robots.txt redirects to the home page, whose meta refresh leads to /landing (sites
+    send /robots.txt home). The spider's own robots.txt request is answered from the copy
+    (the home page, HTML); MetaRefreshMiddleware, between the HTTP cache and this
+    middleware, turns that answer into a request for /landing with the copy's meta. That
+    request carried the copy's ``dont_cache`` (and its mark) and was never cached, nor
+    anything made with its ``response.meta`` (found by a second reviewer)."""
+    site = servers.add(redirect("/home"))
+    home = Reply(body=_REFRESHING_HOME, headers={"Content-Type": "text/html"})
+    site.script("/home", [home] * 5)
+    settings = cache_settings(tmp_path)
+    first = await run_crawl([site.url("/a"), Wait(0.5), site.url("/robots.txt")], settings)
+    assert first.stat("robotstxt/robots_copy_served") == 1
+    (landing,) = [seen for seen in first.responses if seen.url.endswith("/landing")]
+    assert "dont_cache" not in landing.request.meta
+    assert "_rep9309_uncached_copy" not in landing.request.meta
+
+    await run_crawl([site.url("/landing")], settings)
+
+    assert len(site.requests_for("/landing")) == 1, "the second crawl replays it"

@@ -13,8 +13,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
-from tests.crawl import CrawlResult, ours_class, run_crawl
-from tests.servers import Reply, ServerPool, redirect, rules
+from tests.crawl import CrawlResult, ours_class, run_crawl, stretch_the_turn_before_the_engine
+from tests.servers import Reply, ServerPool, hang, redirect, rules
 
 META = "rep9309_content_usage"
 
@@ -177,6 +177,42 @@ async def test_a_refused_or_forbidden_request_carries_none_of_another_requests_p
     assert META not in refusal.request.meta
     assert result.forbidden_urls == {site.url("/private/1")}
     assert META not in result.failure_for(site.url("/private/1")).request.meta
+
+
+@deferred_f_from_coro_f
+async def test_a_request_ended_at_close_carries_none_of_another_requests_preferences(
+    servers: ServerPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests made with another page's meta, held, and ended at the close (one closed
+    with its robots.txt still unknown, one whose wait ran out as the spider closed)
+    reached their errback with that page's preferences (found by a second reviewer):
+    the errbacks the middleware calls itself skipped the pop ``process_request`` does."""
+    stretch_the_turn_before_the_engine(monkeypatch)
+    silent = servers.add(hang())
+    failing = servers.add(Reply(503, "busy"))
+    slow = servers.add(rules("User-agent: *\n"))
+    slow.script("/slow", [Reply(200, "slow", delay=2.0)])
+    copied = {META: {"train-ai": "y", "search": "y"}}
+    plan = [
+        Request(slow.url("/slow"), meta={"dont_obey_robotstxt": True}),  # keeps it open
+        Request(silent.url("/page/1"), meta=dict(copied)),
+        Request(failing.url("/page/1"), meta=dict(copied)),
+    ]
+    settings = {
+        "CLOSESPIDER_TIMEOUT": 0.6,
+        "REP9309_DEFER_TIMEOUT": 0.3,
+        "REP9309_RETRY_DELAY": 30,
+        "REP9309_RETRY_MAX_DELAY": 30,
+        "DOWNLOAD_TIMEOUT": 10,
+    }
+
+    result = await run_crawl(plan, settings)
+
+    expired = result.failure_for(failing.url("/page/1"))
+    assert "still unknown" in expired.message
+    assert META not in expired.request.meta
+    closed = result.failure_for(silent.url("/page/1"))
+    assert META not in closed.request.meta
 
 
 # --- REP9309_REQUIRE_USAGE ---------------------------------------------------------------

@@ -61,6 +61,10 @@ logger = logging.getLogger(__name__)
 
 #: Reason why a held request waited too long; ``process_request`` ignores it with that reason.
 EXPIRED_META = "rep9309_expired"
+#: On every request the middleware lets through, then on its response: the URL's usage
+#: preferences, ``{label: "y" | "n"}`` (docs/usage-preferences.md). A request that goes
+#: to its errback was not let through, so it carries none.
+CONTENT_USAGE_META = "rep9309_content_usage"
 #: How often a request waiting inside ``process_request`` looks whether the spider closes.
 WAIT_POLL_INTERVAL = 1.0
 #: Stat counting robots.txt requests refused by another downloader middleware.
@@ -1323,6 +1327,8 @@ async def call_errback(request: Request, exception: Exception) -> None:
 
     from twisted.python.failure import Failure
 
+    # Not let through: no preferences (perhaps another page's, copied with its meta).
+    request.meta.pop(CONTENT_USAGE_META, None)
     if request.errback is None:
         return
     failure = Failure(exception)

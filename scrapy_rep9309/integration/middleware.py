@@ -35,6 +35,7 @@ from scrapy_rep9309.integration.accounting import Accounting
 from scrapy_rep9309.integration.crawlagent import crawl_user_agent_source
 from scrapy_rep9309.integration.crawldelay import CrawlDelayKeeper
 from scrapy_rep9309.integration.driver import (
+    CONTENT_USAGE_META,
     EXPIRED_META,
     ClosedWhileWaiting,
     Leftover,
@@ -94,9 +95,6 @@ TRIPS_OF_META = "_rep9309_trips_of"
 #: copy that decided it, so that the last look before sending (``integration/lastlook.py``)
 #: knows whether a newer copy has come since.
 DECIDED_META = "rep9309_decided_at"
-#: On every request this middleware lets through, then on its response: the URL's usage
-#: preferences, ``{label: "y" | "n"}`` (docs/usage-preferences.md).
-CONTENT_USAGE_META = "rep9309_content_usage"
 #: In ``response.flags`` of a spider's own robots.txt request answered from the copy
 #: this middleware fetched (no download): docs/behaviour.md.
 ROBOTS_COPY_FLAG = "rep9309-robots-copy"
@@ -431,6 +429,11 @@ class RobotsTxtMiddleware:
         # So is "came from the scheduler" (``request_scheduled`` sets it on each trip): a
         # request sent with ``engine.download_async`` with another's meta did not.
         scheduled = meta.pop(SCHEDULED_META, False)
+        # And the ``dont_cache`` of a robots.txt copy: this request came with the copy's
+        # meta (a meta refresh, a retry, ``meta=response.meta``) before the HTTP cache
+        # let the copy by (``_robots_copy`` marks it again if it is a copy too).
+        if meta.pop(UNCACHED_COPY_META, None):
+            meta.pop("dont_cache", None)
         if parts.scheme not in _SCHEMES or meta.get("dont_obey_robotstxt"):
             meta.pop(CONTENT_USAGE_META, None)  # not decided: none come from another's meta
             return None
