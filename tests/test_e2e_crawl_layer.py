@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
 import pytest
@@ -82,11 +82,14 @@ class DownloadingAtOpenPipeline:
     def from_crawler(cls, crawler: Crawler) -> DownloadingAtOpenPipeline:
         return cls(crawler)
 
-    async def open_spider(self, spider: object = None) -> None:
+    def open_spider(self, spider: object = None) -> Awaitable[object]:
         engine = self.crawler.engine
         assert engine is not None
-        url = self.crawler.settings["CONFIG_URL"]
-        await engine.download_async(Request(url, dont_filter=True))
+        request = Request(self.crawler.settings["CONFIG_URL"], dont_filter=True)
+        download_async = getattr(engine, "download_async", None)
+        if download_async is None:  # Scrapy 2.13 waits for a Deferred here
+            return engine.download(request)
+        return download_async(request)  # a coroutine, which Scrapy >= 2.14 awaits
 
     def process_item(self, item: object, spider: object = None) -> object:
         return item
