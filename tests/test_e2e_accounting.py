@@ -16,7 +16,13 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_rep9309.integration.jobdir import read_state
 from scrapy_rep9309.integration.middleware import CONTENT_USAGE_META
-from tests.crawl import Wait, ours_class, run_crawl, stretch_the_turn_before_the_engine
+from tests.crawl import (
+    Wait,
+    expiring_as_the_spider_closes,
+    ours_class,
+    run_crawl,
+    stretch_the_turn_before_the_engine,
+)
 from tests.servers import Reply, ServerPool, hang, rules
 
 
@@ -114,24 +120,12 @@ async def test_requests_expired_just_before_the_close_reach_their_errback_once(
     spider closes in between (here the engine is still finishing a slow page when that
     turn comes), close() hands them to their errback with the expiry reason, once each,
     counted expired; none is downloaded."""
-    stretch_the_turn_before_the_engine(monkeypatch)  # the close falls inside it
-    failing = servers.add(Reply(503, "busy"))
-    slow = servers.add(rules("User-agent: *\n"))
-    slow.script("/slow", [Reply(200, "slow", delay=2.0)])  # keeps the engine closing
-    settings = {
-        "CLOSESPIDER_TIMEOUT": 0.6,
-        "REP9309_DEFER_TIMEOUT": 0.3,
-        "REP9309_RETRY_DELAY": 30,
-        "REP9309_RETRY_MAX_DELAY": 30,
-        "DOWNLOAD_TIMEOUT": 10,
-    }
-
-    unheld = Request(slow.url("/slow"), meta={"dont_obey_robotstxt": True})
+    failing, unheld, settings = expiring_as_the_spider_closes(servers, monkeypatch)
 
     result = await run_crawl([unheld, *failing.urls(["/a", "/b"])], settings)
 
     assert result.close_reason == "closespider_timeout"
-    assert result.urls == {slow.url("/slow")}, "the engine waited for the slow page"
+    assert result.urls == {unheld.url}, "the engine waited for the slow page"
     reason = f"robots.txt of {failing.base} still unknown after 0.3 s (unreachable: HTTP 503)"
     for url in failing.urls(["/a", "/b"]):
         assert result.failure_for(url).message == reason

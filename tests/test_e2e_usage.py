@@ -13,7 +13,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
-from tests.crawl import CrawlResult, ours_class, run_crawl, stretch_the_turn_before_the_engine
+from tests.crawl import CrawlResult, expiring_as_the_spider_closes, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, hang, redirect, rules
 
 META = "rep9309_content_usage"
@@ -187,24 +187,14 @@ async def test_a_request_ended_at_close_carries_none_of_another_requests_prefere
     with its robots.txt still unknown, one whose wait ran out as the spider closed)
     reached their errback with that page's preferences (found by a second reviewer):
     the errbacks the middleware calls itself skipped the pop ``process_request`` does."""
-    stretch_the_turn_before_the_engine(monkeypatch)
+    failing, unheld, settings = expiring_as_the_spider_closes(servers, monkeypatch)
     silent = servers.add(hang())
-    failing = servers.add(Reply(503, "busy"))
-    slow = servers.add(rules("User-agent: *\n"))
-    slow.script("/slow", [Reply(200, "slow", delay=2.0)])
     copied = {META: {"train-ai": "y", "search": "y"}}
     plan = [
-        Request(slow.url("/slow"), meta={"dont_obey_robotstxt": True}),  # keeps it open
+        unheld,
         Request(silent.url("/page/1"), meta=dict(copied)),
         Request(failing.url("/page/1"), meta=dict(copied)),
     ]
-    settings = {
-        "CLOSESPIDER_TIMEOUT": 0.6,
-        "REP9309_DEFER_TIMEOUT": 0.3,
-        "REP9309_RETRY_DELAY": 30,
-        "REP9309_RETRY_MAX_DELAY": 30,
-        "DOWNLOAD_TIMEOUT": 10,
-    }
 
     result = await run_crawl(plan, settings)
 
