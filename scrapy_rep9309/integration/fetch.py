@@ -36,6 +36,7 @@ from scrapy_rep9309.policy.record import UNAVAILABLE, UNREACHABLE
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.signalmanager import SignalManager
 
     from scrapy_rep9309.integration.lastlook import ResponseLook
     from scrapy_rep9309.integration.settings import Rep9309Settings
@@ -92,24 +93,35 @@ class _SizeBudget:
 class _SizeLimiter:
     """The ``bytes_received`` receiver of one crawler; stops robots.txt downloads past the
     limit. Connected only while robots.txt downloads run: Scrapy calls every receiver for
-    every chunk of every page, and most of a crawl downloads no robots.txt."""
+    every chunk of every page, and most of a crawl downloads no robots.txt.
+
+    It holds its crawler weakly: it is the value of a ``WeakKeyDictionary`` keyed by that
+    crawler (``_limiters``), and a strong reference would keep every finished crawler,
+    with its spider and everything it kept, alive for as long as the process runs."""
 
     def __init__(self, crawler: Crawler) -> None:
-        self._signals = crawler.signals
+        self._crawler = weakref.ref(crawler)
         self._downloads = 0
 
     def begin(self) -> None:
         if self._downloads == 0:
             # A bound method: Scrapy logs the receiver's __qualname__ when it stops a download.
-            self._signals.connect(self.bytes_received, signal=signals.bytes_received)
-            self._signals.connect(self.response_downloaded, signal=signals.response_downloaded)
+            signal_manager = self._signal_manager()
+            signal_manager.connect(self.bytes_received, signal=signals.bytes_received)
+            signal_manager.connect(self.response_downloaded, signal=signals.response_downloaded)
         self._downloads += 1
 
     def end(self) -> None:
         self._downloads -= 1
         if self._downloads == 0:
-            self._signals.disconnect(self.bytes_received, signal=signals.bytes_received)
-            self._signals.disconnect(self.response_downloaded, signal=signals.response_downloaded)
+            signal_manager = self._signal_manager()
+            signal_manager.disconnect(self.bytes_received, signal=signals.bytes_received)
+            signal_manager.disconnect(self.response_downloaded, signal=signals.response_downloaded)
+
+    def _signal_manager(self) -> SignalManager:
+        crawler = self._crawler()
+        assert crawler is not None  # its downloads run: the crawl is alive
+        return crawler.signals
 
     def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
         budget = request.meta.get(SIZE_BUDGET_META)

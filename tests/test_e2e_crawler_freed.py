@@ -1,0 +1,54 @@
+"""A finished crawl leaves nothing behind that keeps its crawler alive: a process that
+runs crawl after crawl (``CrawlerRunner`` in a service, a test suite) would otherwise
+keep every one of them, with their spiders, requests and robots.txt copies."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.crawl import (
+    ADDON_ENABLED,
+    BUILTIN_ENABLED,
+    OURS_ENABLED,
+    CrawlResult,
+    crawl_settings,
+    make_crawler,
+    start_crawl,
+)
+from tests.servers import ServerPool, rules
+
+
+@pytest.mark.parametrize(
+    "enable",
+    [BUILTIN_ENABLED, OURS_ENABLED, ADDON_ENABLED],
+    ids=["builtin-for-comparison", "middleware", "addon"],
+)
+@deferred_f_from_coro_f
+async def test_the_crawler_is_freed_after_the_crawl(
+    servers: ServerPool, enable: dict[str, Any]
+) -> None:
+    """One origin with rules (a robots.txt download, a refresh due in 24 h), one that
+    answers 503 (its page held, retries armed, then expired at REP9309_DEFER_TIMEOUT).
+
+    The built-in, for comparison, crawls the first only: its ERROR for the 503 (retries
+    given up) names the spider, and pytest keeps that log record."""
+    site = servers.add(rules("User-agent: *\nDisallow: /private\n"))
+    down = servers.add(rules("", status=503))
+    plan = [site.url("/page/1"), site.url("/private/1")]
+    if enable is not BUILTIN_ENABLED:
+        plan.append(down.url("/page/1"))
+    crawler = make_crawler(crawl_settings(enable, {"REP9309_DEFER_TIMEOUT": 0.5}))
+    result = CrawlResult(started=0.0)
+    await start_crawl(crawler, plan=plan, result=result)
+    assert result.urls == {site.url("/page/1")}
+    freed = weakref.ref(crawler)
+    del crawler, result
+
+    gc.collect()
+
+    assert freed() is None, [type(r).__qualname__ for r in gc.get_referrers(freed())]
