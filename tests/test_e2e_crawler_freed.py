@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import gc
 import weakref
+from pathlib import Path
 from typing import Any
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from tests._redis import RedisServer
 from tests.crawl import (
     ADDON_ENABLED,
     BUILTIN_ENABLED,
@@ -46,6 +48,38 @@ async def test_the_crawler_is_freed_after_the_crawl(
     result = CrawlResult(started=0.0)
     await start_crawl(crawler, plan=plan, result=result)
     assert result.urls == {site.url("/page/1")}
+    freed = weakref.ref(crawler)
+    del crawler, result
+
+    gc.collect()
+
+    assert freed() is None, [type(r).__qualname__ for r in gc.get_referrers(freed())]
+
+
+@pytest.mark.parametrize("store", ["jobdir", "redis"])
+@deferred_f_from_coro_f
+async def test_the_crawler_is_freed_with_a_store(
+    servers: ServerPool, store: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The same with the state saved under JOBDIR, and with the Redis store (its
+    connection, its notifications, its orphan sweep); the 503 origin's page is still held
+    when the spider closes (CLOSESPIDER_TIMEOUT): saved, or left in Redis for the fleet."""
+    site = servers.add(rules("User-agent: *\nDisallow: /private\n"))
+    down = servers.add(rules("", status=503))
+    if store == "jobdir":
+        more: dict[str, Any] = {"JOBDIR": str(tmp_path / "job")}
+        left_at_close = "robotstxt/deferred/saved"
+    else:
+        redis: RedisServer = request.getfixturevalue("redis_server")
+        more = {"REP9309_STORE": "scrapy_rep9309.RedisStore", "REP9309_REDIS_URL": redis.url}
+        left_at_close = "robotstxt/fleet/left"
+    crawler = make_crawler(crawl_settings(OURS_ENABLED, more, {"CLOSESPIDER_TIMEOUT": 1.5}))
+    result = CrawlResult(started=0.0)
+    plan = [site.url("/page/1"), site.url("/private/1"), down.url("/page/1")]
+    await start_crawl(crawler, plan=plan, result=result)
+    assert result.urls == {site.url("/page/1")}
+    assert crawler.stats is not None
+    assert crawler.stats.get_value(left_at_close) == 1
     freed = weakref.ref(crawler)
     del crawler, result
 
