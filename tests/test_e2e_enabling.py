@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.misc import load_object
 
@@ -105,4 +106,44 @@ async def test_a_cache_size_written_as_a_float_is_read_as_the_settings_check_rea
     result = await run_crawl(site.urls(["/a", "/private/1"]), {"REP9309_CACHE_SIZE": "1e4"})
 
     assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/private/1")}
+
+
+MISSING_MIDDLEWARE = "package_not_installed.SomeMiddleware"
+
+
+def _scrapy_imports_disabled_components() -> bool:
+    """Whether this Scrapy imports a component set to None itself (2.19 does, to compare
+    import paths; 2.13 does not)."""
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {MISSING_MIDDLEWARE: None}})
+    priorities = getattr(settings, "get_component_priority_dict_with_base", None)
+    if priorities is None:
+        return False
+    try:
+        priorities("DOWNLOADER_MIDDLEWARES")
+    except ImportError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(
+    _scrapy_imports_disabled_components(),
+    reason="this Scrapy imports a disabled middleware itself: no crawl can disable a "
+    "missing one, with or without the add-on",
+)
+@deferred_f_from_coro_f
+async def test_the_addon_does_not_import_a_middleware_the_settings_disable(
+    servers: ServerPool,
+) -> None:
+    """Scrapy 2.13 never imports a component set to None, so a project may disable one of
+    a package this environment lacks (a shared settings module); the add-on looked for the
+    built-in among every entry, the disabled ones too, and the crawl failed to start with
+    ModuleNotFoundError (found by a second reviewer)."""
+    site = servers.add(rules(PRIVATE_RULES))
+    disabled = {"DOWNLOADER_MIDDLEWARES": {MISSING_MIDDLEWARE: None}}
+
+    result = await run_crawl(site.urls(["/public/1", "/private/1"]), disabled, enable=ADDON_ENABLED)
+
+    assert ours_class() in _enabled_classes(result.middlewares)
+    assert result.urls == {site.url("/public/1")}
     assert result.forbidden_urls == {site.url("/private/1")}

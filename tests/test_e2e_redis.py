@@ -28,7 +28,19 @@ from scrapy_rep9309.integration.settings import RedisStoreSettings, SettingsErro
 from scrapy_rep9309.storage.redisstore import RedisOriginStore
 from tests._readme import undocumented_stats
 from tests._redis import RedisServer
-from tests.crawl import THEN_ACTIONS, THEN_META, CrawlResult, PlanItem, Wait, ours_class, run_crawl
+from tests.crawl import (
+    OURS_ENABLED,
+    THEN_ACTIONS,
+    THEN_META,
+    CrawlResult,
+    PlanItem,
+    Wait,
+    crawl_settings,
+    make_crawler,
+    ours_class,
+    run_crawl,
+    start_crawl,
+)
 from tests.servers import Reply, ServerPool, closed_port, rules
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
@@ -621,3 +633,27 @@ async def test_a_jobdir_copy_never_comes_back_into_the_fleets_store(
     assert peer.forbidden_urls == {site.url("/b")}
     assert site.url("/c") not in resumed.urls
     assert [entry.path for entry in site.page_requests] == ["/a"]
+
+
+@deferred_f_from_coro_f
+async def test_no_connection_to_redis_is_left_open_after_the_crawl(
+    servers: ServerPool, own_redis_server: RedisServer
+) -> None:
+    """A service that runs crawl after crawl and keeps each finished crawler (for its
+    stats) kept the store's pooled connections open: ``aclose()`` does not close a pool
+    passed in to the client (found by a second reviewer). The crawler is kept alive here."""
+    site = servers.add(rules(PRIVATE))
+    crawler = make_crawler(crawl_settings(OURS_ENABLED, _redis(own_redis_server)))
+    result = CrawlResult(started=0.0)
+
+    await start_crawl(crawler, plan=site.urls(["/page/1", "/private/1"]), result=result)
+
+    assert result.urls == {site.url("/page/1")}
+    assert crawler.stats is not None  # kept, as a runner's caller keeps it
+    client = own_redis_server.client()
+    try:
+        me = client.client_id()
+        others = [c for c in client.client_list() if int(c["id"]) != me]
+    finally:
+        client.close()
+    assert others == [], [(c["id"], c["cmd"], c["age"]) for c in others]

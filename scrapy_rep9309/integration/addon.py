@@ -43,8 +43,12 @@ class Addon:
 
 
 def _enabled_in(components: dict[object, object], builtin: type) -> bool:
+    """Whether ``components`` enables ``builtin``. A component set to None is not loaded:
+    Scrapy never imports a disabled one, and its package may not be installed."""
     for component, priority in components.items():
+        if priority is None:
+            continue
         cls = load_object(component) if isinstance(component, str) else component
-        if cls is builtin and priority is not None:
+        if cls is builtin:
             return True
     return False

@@ -463,7 +463,7 @@ class RedisOriginStore:
                 len(self._unwritten),
                 redact(self.url),
             )
-        await redis.aclose()
+        await redis.aclose(close_connection_pool=True)  # a pool passed in stays open otherwise
 
     async def _heartbeat_loop(self) -> None:
         while not self._closing:
