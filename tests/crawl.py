@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
@@ -23,12 +23,6 @@ from scrapy.settings import default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 from twisted.python.failure import Failure
-
-from scrapy_rep9309.integration.timers import Timers
-from tests.servers import Reply, ScriptedOrigin, ServerPool, rules
-
-if TYPE_CHECKING:
-    import pytest
 
 BUILTIN = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 OURS = "scrapy_rep9309.RobotsTxtMiddleware"
@@ -308,39 +302,3 @@ def _connect_recorders(crawler: Crawler, result: CrawlResult) -> None:
     if hasattr(signals, "robots_parsed"):
         crawler.signals.connect(robots_parsed, signal=signals.robots_parsed)
     crawler.signals.connect(spider_closed, signal=signals.spider_closed)
-
-
-def stretch_the_turn_before_the_engine(
-    monkeypatch: pytest.MonkeyPatch, seconds: float = 1.0
-) -> None:
-    """Released requests and expired copies reach the engine a turn of the event loop
-    after they leave the driver (its outbox); stretch that turn to ``seconds``."""
-    schedule = Timers.schedule
-
-    def stretched(self: Timers, key: Any, delay: float, *args: Any) -> None:
-        outbox = isinstance(key, tuple) and key[0] == "outbox"
-        schedule(self, key, seconds if outbox else delay, *args)
-
-    monkeypatch.setattr(Timers, "schedule", stretched)
-
-
-def expiring_as_the_spider_closes(
-    servers: ServerPool, monkeypatch: pytest.MonkeyPatch
-) -> tuple[ScriptedOrigin, Request, dict[str, Any]]:
-    """An origin whose robots.txt answers 503, a page of another that takes 2 s and is not
-    decided (so the engine is still closing when the turn before it comes), and settings
-    under which a request held for the first expires (0.3 s) inside that turn, stretched
-    (``stretch_the_turn_before_the_engine``), while the spider closes (0.6 s)."""
-    stretch_the_turn_before_the_engine(monkeypatch)
-    failing = servers.add(Reply(503, "busy"))
-    slow = servers.add(rules("User-agent: *\n"))
-    slow.script("/slow", [Reply(200, "slow", delay=2.0)])
-    unheld = Request(slow.url("/slow"), meta={"dont_obey_robotstxt": True})
-    settings: dict[str, Any] = {
-        "CLOSESPIDER_TIMEOUT": 0.6,
-        "REP9309_DEFER_TIMEOUT": 0.3,
-        "REP9309_RETRY_DELAY": 30,
-        "REP9309_RETRY_MAX_DELAY": 30,
-        "DOWNLOAD_TIMEOUT": 10,
-    }
-    return failing, unheld, settings

@@ -16,13 +16,8 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_rep9309.integration.jobdir import read_state
 from scrapy_rep9309.integration.middleware import CONTENT_USAGE_META
-from tests.crawl import (
-    Wait,
-    expiring_as_the_spider_closes,
-    ours_class,
-    run_crawl,
-    stretch_the_turn_before_the_engine,
-)
+from tests.closing import expiring_as_the_spider_closes, stretch_the_turn_before_the_engine
+from tests.crawl import Wait, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, hang, rules
 
 

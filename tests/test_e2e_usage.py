@@ -13,7 +13,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
-from tests.crawl import CrawlResult, expiring_as_the_spider_closes, ours_class, run_crawl
+from tests.closing import expiring_as_the_spider_closes
+from tests.crawl import CrawlResult, ours_class, run_crawl
 from tests.servers import Reply, ServerPool, hang, redirect, rules
 
 META = "rep9309_content_usage"
