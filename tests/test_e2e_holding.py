@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -396,3 +396,50 @@ async def test_requests_the_offsite_middleware_drops_are_neither_held_nor_fetche
         assert result.stat("robotstxt/deferred") == 2
         assert result.stat("offsite/filtered") == 1
     assert result.failures == []
+
+
+class CrawlsMoreWhenIdleSpider(PlanSpider):
+    """Crawls one more request from a spider_idle receiver connected when the spider
+    opens, so after the middleware's (which found nothing held and let the engine go
+    on), once the plan is done: the usual "crawl more when idle" pattern."""
+
+    more: str = ""
+    sent = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.connect_idle, signal=signals.spider_opened)
+        return spider
+
+    def connect_idle(self, spider: Spider) -> None:
+        self.crawler.signals.connect(self.crawl_more, signal=signals.spider_idle)
+
+    def crawl_more(self, spider: Spider) -> None:
+        if not type(self).sent and (self.result.failures or self.result.responses):
+            type(self).sent += 1
+            self.crawler.engine.crawl(Request(self.more, callback=self.parse))
+
+
+@pytest.mark.parametrize("origin", ["in-backoff", "new"])
+@deferred_f_from_coro_f
+async def test_a_request_crawled_by_a_later_spider_idle_receiver_is_not_closed_under(
+    servers: ServerPool, origin: str
+) -> None:
+    """The request the later receiver crawls has no usable copy: its origin waits to
+    retry a 503 (the first page expired meanwhile), or was never asked about. Held, it
+    left the engine idle when it looked right after the signal, and the spider closed
+    "finished" under it (found by a second reviewer); it is downloaded now."""
+    site = servers.add([Reply(503), rules("User-agent: *\nDisallow: /x\n")])
+    other = servers.add(rules("User-agent: *\nDisallow: /x\n"))
+    more = site.url("/page/2") if origin == "in-backoff" else other.url("/page/2")
+    CrawlsMoreWhenIdleSpider.more, CrawlsMoreWhenIdleSpider.sent = more, 0
+    settings = {"REP9309_DEFER_TIMEOUT": 0.5, "REP9309_RETRY_DELAY": 0.8}
+
+    result = await run_crawl([site.url("/page/1")], settings, spider_cls=CrawlsMoreWhenIdleSpider)
+
+    assert CrawlsMoreWhenIdleSpider.sent == 1
+    assert result.urls == {more}
+    assert result.close_reason == "finished"
+    assert result.stat("robotstxt/deferred/closed") == 0
+    assert result.stat("robotstxt/deferred/expired") == 1  # page/1, before the retry

@@ -57,6 +57,7 @@ from scrapy_rep9309.integration.requestcodec import RequestCodec
 from scrapy_rep9309.integration.resilience import PatientStore
 from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
 from scrapy_rep9309.integration.startup import log_parser_implementation
+from scrapy_rep9309.integration.timers import call_soon
 from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
 from scrapy_rep9309.policy.record import AVAILABLE, within_limits
@@ -138,6 +139,8 @@ class RobotsTxtMiddleware:
         self._codec = RequestCodec(None)
         self._crawl_delay_keeper: CrawlDelayKeeper | None = None
         self._closed = False
+        #: From this middleware's spider_idle receiver to the next turn of the event loop.
+        self._in_idle_pass = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -220,17 +223,30 @@ class RobotsTxtMiddleware:
             # and a queue that is not empty keeps the engine from taking in every start
             # URL while the first records load (each held, then released in a burst).
             return None
+        if self._in_idle_pass:  # a later spider_idle receiver crawls it (``spider_idle``)
+            return None
         driver.hold(origin, request)
         return _HELD
 
     def spider_idle(self, spider: Spider | None = None) -> None:
         """Stay open while requests are held; close with REP9309_ALL_FORBIDDEN_CLOSE_REASON
-        (when set) if robots.txt let no request through."""
+        (when set) if robots.txt let no request through.
+
+        A receiver of the same signal that runs after this one may crawl more requests
+        (the usual "crawl more when idle" pattern): one held then would leave the engine
+        idle when it looks right after the signal, and the spider would close under it.
+        Until the next turn of the event loop, ``request_scheduled`` lets such requests
+        into the scheduler instead; ``process_request`` sends them back to be held."""
         if self.driver.busy:
             raise DontCloseSpider
+        self._in_idle_pass = True
+        call_soon(self._idle_pass_over)
         reason = self.settings.all_forbidden_close_reason
         if reason is not None and self.accounting.nothing_allowed():
             raise CloseSpider(reason)
+
+    def _idle_pass_over(self) -> None:
+        self._in_idle_pass = False
 
     async def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         """Save every leftover under JOBDIR; else errback them, deciding first those an

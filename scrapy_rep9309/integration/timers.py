@@ -47,6 +47,11 @@ def _call_later(delay: float, func: Callable[[], None]) -> _Cancellable:
     return call_later(delay, func)
 
 
+def call_soon(func: Callable[[], None]) -> None:
+    """Run ``func`` on a later turn of the event loop (after what this turn runs)."""
+    _call_later(0.0, func)
+
+
 class _FarCall:
     """A call waiting in the heap of far calls; cancelled in place (the heap drops it later)."""
 
