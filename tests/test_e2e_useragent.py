@@ -88,3 +88,32 @@ async def test_builtin_ignores_default_request_headers(servers: ServerPool) -> N
 
     assert builtin.forbidden_urls == {star}
     assert ours.forbidden_urls == {alpha}
+
+
+#: A no-break space after "compatible;": Scrapy sends a str header as UTF-8.
+NON_ASCII_AGENT = "Mozilla/5.0 (compatible;\u00a0alphabot/1.0)"
+
+
+@pytest.mark.parametrize(
+    ("settings", "request_headers"),
+    [
+        ({"USER_AGENT": NON_ASCII_AGENT}, {}),
+        ({"USER_AGENT": OTHER_AGENT}, {"User-Agent": NON_ASCII_AGENT}),
+        ({"DEFAULT_REQUEST_HEADERS": {"User-Agent": NON_ASCII_AGENT.encode()}}, {}),
+    ],
+    ids=["USER_AGENT", "request-header", "DEFAULT_REQUEST_HEADERS-bytes"],
+)
+@deferred_f_from_coro_f
+async def test_a_non_ascii_user_agent_selects_the_same_group_wherever_it_is_set(
+    servers: ServerPool, settings: dict[str, Any], request_headers: dict[str, str]
+) -> None:
+    """As ``check`` and the API read it: a header was read as Latin-1, so the no-break
+    space became two characters, the token was no longer found after ``compatible;``
+    and the crawler got the ``*`` group (found by a second reviewer)."""
+    site = servers.add(rules(GROUPS))
+    urls = [site.url("/alpha-forbidden"), site.url("/star-forbidden")]
+
+    result = await run_crawl([Request(url, headers=request_headers) for url in urls], settings)
+
+    assert result.forbidden_urls == {site.url("/alpha-forbidden")}
+    assert result.urls == {site.url("/star-forbidden")}

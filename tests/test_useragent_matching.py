@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from scrapy_rep9309 import RobotsTxt
+from scrapy_rep9309.rules.useragent import crawler_token, token_problem
 
 # The parser is tested as built from Python and from compiled parts alike.
 pytestmark = pytest.mark.usefixtures("each_implementation")
@@ -184,3 +185,23 @@ def test_an_invalid_product_token_only_ever_gets_the_star_group(header: str) -> 
     assert rules.explain(URL, header).user_agents == ("*",)
     assert rules.allowed(URL, header) is True
     assert rules.allowed("https://example.com/star", header) is False
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Mozilla/5.0 (compatible; Bötbot/1.0)", "Mozilla/5.0 (compatible; B.ot/1.0; +https://x)"],
+)
+def test_a_compatible_item_is_named_whole_not_cut_at_a_character_it_may_not_hold(
+    header: str,
+) -> None:
+    """The name after ``compatible;`` was cut at its first character outside HTTP's token
+    characters, so ``Bötbot`` was taken for ``B`` (found by a second reviewer): it is no
+    product token, so only ``*`` groups apply, as to the same name first in a header, and
+    ``check`` warns about it."""
+    body = b"User-agent: b\nDisallow: /\n\nUser-agent: *\nAllow: /\n"
+    rules = RobotsTxt.parse(body)
+    name = header.split("; ")[1].split("/")[0]
+    assert rules.allowed(URL, f"{name}/1.0") is True
+    assert rules.allowed(URL, header) is True
+    assert crawler_token(header) == name.lower()
+    assert token_problem(header) is not None

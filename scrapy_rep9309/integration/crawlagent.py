@@ -31,7 +31,7 @@ def crawl_user_agent_source(
     name (``DEFAULT_REQUEST_HEADERS``, ``USER_AGENT``) or the spider's attribute."""
     for name, value in (settings.getdict("DEFAULT_REQUEST_HEADERS") or {}).items():
         if str(name).lower() == "user-agent" and value:
-            header = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+            header = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
             return header, "DEFAULT_REQUEST_HEADERS"
     attribute = getattr(spider, "user_agent", None)
     if attribute:

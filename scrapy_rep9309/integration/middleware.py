@@ -711,7 +711,8 @@ class RobotsTxtMiddleware:
             return self._default_user_agent
         header = headers.get(b"User-Agent")
         if header:
-            return header.decode("latin-1")
+            # As Scrapy encoded it (UTF-8), and as ``check`` and the API read a user agent.
+            return header.decode("utf-8", "replace")
         return self._default_user_agent
 
     def _dropped_as_offsite(self, request: Request) -> bool:

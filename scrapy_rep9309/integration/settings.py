@@ -485,7 +485,7 @@ _CLOSE_REASON = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 def _to_optional_str(value: Any) -> str | None:
     if isinstance(value, bytes):
-        value = value.decode("latin-1")
+        value = value.decode("utf-8", "replace")
     if not isinstance(value, str):
         raise TypeError(f"expected a string, got {type(value).__name__}")
     return value.strip() or None

@@ -53,7 +53,7 @@ class GroupIndex:
     the position of each group's first one.
     """
 
-    __slots__ = ("_agents", "_body", "_first_agents", "_starts")
+    __slots__ = ("_agents", "_body", "_first_agents", "_start_lines", "_starts")
 
     def __init__(self, body: bytes) -> None:
         self._body = body
@@ -61,6 +61,10 @@ class GroupIndex:
         #: value, as written, in file order; for each group, the index in ``_agents`` of
         #: its first value.
         self._starts, self._agents, self._first_agents = _find_groups(body, body.lower())
+        #: The line number of each group's start, worked out for all of them at once on
+        #: first use: counted from the start of the body for each group, the first
+        #: answers for a crawler took time quadratic in the groups that apply to it.
+        self._start_lines: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -110,7 +114,7 @@ class GroupIndex:
         """Add the records of group ``index`` to the dicts (line number -> value)."""
         start, end = self._bounds(index)
         lines = split_lines(self._body[start:end])
-        _collect(lines, line_number_at(self._body, start), allows, disallows, crawl_delays)
+        _collect(lines, self._start_line(index), allows, disallows, crawl_delays)
 
     def span(self, index: int) -> tuple[int, int, int]:
         """``(start, end, line number of start)`` of group ``index`` in the body.
@@ -120,7 +124,26 @@ class GroupIndex:
         ``body[start:end]`` itself, so :meth:`collect` stays as lean as it can be.
         """
         start, end = self._bounds(index)
-        return start, end, line_number_at(self._body, start)
+        return start, end, self._start_line(index)
+
+    def _start_line(self, index: int) -> int:
+        numbers = self._start_lines
+        if numbers is None:
+            numbers = self._start_lines = _line_numbers_at(self._body, self._starts)
+        return numbers[index]
+
+
+def _line_numbers_at(body: bytes, offsets: list[int]) -> list[int]:
+    """:func:`~.parser.line_number_at` of each of ``offsets`` (line starts, ascending), in
+    one pass: a line end never straddles a line start, so the counts between two of
+    them add up."""
+    numbers = []
+    line, previous = 1, 0
+    for offset in offsets:
+        line += line_number_at(body[previous:offset], offset - previous) - 1
+        numbers.append(line)
+        previous = offset
+    return numbers
 
 
 def records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> list[Record]:

@@ -14,7 +14,10 @@ from functools import lru_cache
 _TOKEN = re.compile(r"[A-Za-z_-]*")
 #: RFC 9110 section 5.6.2: ``tchar``, what an HTTP token (and so a product's name) is made of.
 _TCHARS = r"!#$%&'*+\-.^_`|~0-9A-Za-z"
-_COMPATIBLE = re.compile(rf"[(;]\s*compatible\s*;\s*([{_TCHARS}]+)", re.IGNORECASE)
+#: The item's whole name, up to its version, the next item or the comment's end: cut at
+#: the first character that is no ``tchar`` instead, ``(compatible; Bötbot/1.0)`` would
+#: name the crawler ``B`` (a name with such a character is judged by ``token_problem``).
+_COMPATIBLE = re.compile(r"[(;]\s*compatible\s*;\s*([^\s;/()]+)", re.IGNORECASE)
 #: RFC 9110 section 10.1.5: ``User-Agent = product *( RWS ( product / comment ) )`` with
 #: ``product = token [ "/" product-version ]``; a comment right after the token is
 #: tolerated (``MyBot(+https://x)``).
