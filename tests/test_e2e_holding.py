@@ -25,7 +25,7 @@ from tests.crawl import (
     Wait,
     run_crawl,
 )
-from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, rules
+from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, redirect, rules
 
 SLOW_ROBOTS_DELAY = 5.0
 HEAD_OF_LINE_SETTINGS = {"CONCURRENT_REQUESTS": 4, "DOWNLOAD_TIMEOUT": 8}
@@ -443,3 +443,40 @@ async def test_a_request_crawled_by_a_later_spider_idle_receiver_is_not_closed_u
     assert result.close_reason == "finished"
     assert result.stat("robotstxt/deferred/closed") == 0
     assert result.stat("robotstxt/deferred/expired") == 1  # page/1, before the retry
+
+
+class CrawlsMoreWhenIdleWithinDomainsSpider(CrawlsMoreWhenIdleSpider):
+    allowed_domains: list[str] = []
+
+
+@pytest.mark.parametrize("origin", ["known", "new"])
+@deferred_f_from_coro_f
+async def test_the_redirects_of_a_request_crawled_when_idle_are_filtered(
+    servers: ServerPool, origin: str
+) -> None:
+    """A request the later spider_idle receiver crawls to a new origin is sent back to be
+    held with ``dont_filter=True`` (the duplicate filter has seen it); it gets its own
+    back once let through. Kept, its redirect inherited it: a page crawled already was
+    fetched again, and an offsite one was fetched (found by a second reviewer). "known":
+    the same crawl with the origin's robots.txt already read, for comparison."""
+    site = servers.add()
+    offsite = servers.add()
+    other = servers.add(
+        routes={"/seen": [redirect(site.url("/page/1"))], "/away": [redirect(offsite.url("/x"))]}
+    )
+    spider = CrawlsMoreWhenIdleWithinDomainsSpider
+    spider.allowed_domains = [site.host, other.host]
+    plan = [site.url("/page/1")] + ([other.url("/page/0")] if origin == "known" else [])
+
+    for target in ("/seen", "/away"):
+        spider.more, spider.sent = other.url(target), 0
+        result = await run_crawl(plan, spider_cls=spider)
+
+        assert spider.sent == 1
+        assert result.failures == []
+        if target == "/seen":
+            assert result.stat("dupefilter/filtered") == 1
+        else:
+            assert result.stat("offsite/filtered") == 1
+    assert len(site.requests_for("/page/1")) == 2  # once per crawl
+    assert offsite.page_requests == []

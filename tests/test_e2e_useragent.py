@@ -8,7 +8,7 @@ import pytest
 from scrapy import Request
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from tests.crawl import BUILTIN_ENABLED, OURS_ENABLED, run_crawl
+from tests.crawl import BUILTIN_ENABLED, OURS_ENABLED, PlanSpider, run_crawl
 from tests.servers import ServerPool, rules
 
 GROUPS = """\
@@ -115,5 +115,36 @@ async def test_a_non_ascii_user_agent_selects_the_same_group_wherever_it_is_set(
 
     result = await run_crawl([Request(url, headers=request_headers) for url in urls], settings)
 
+    assert result.forbidden_urls == {site.url("/alpha-forbidden")}
+    assert result.urls == {site.url("/star-forbidden")}
+
+
+class BytesUserAgentSpider(PlanSpider):
+    user_agent = b"alphabot/1.0 (+https://example.org/bot)"
+
+
+@pytest.mark.parametrize("where", ["USER_AGENT", "spider-attribute"])
+@pytest.mark.filterwarnings("ignore::scrapy.exceptions.ScrapyDeprecationWarning")
+@deferred_f_from_coro_f
+async def test_a_user_agent_given_as_bytes_selects_its_group(
+    servers: ServerPool, where: str
+) -> None:
+    """UserAgentMiddleware sends a bytes USER_AGENT (or spider ``user_agent``) as it is;
+    the middleware read it with ``str()``, as ``b'alphabot/1.0 ...'``, whose token names no
+    group, and fetched a page alphabot's group forbids (found by a second reviewer)."""
+    site = servers.add(rules(GROUPS))
+    urls = [site.url("/alpha-forbidden"), site.url("/star-forbidden")]
+    settings: dict[str, Any] = {}
+    spider_cls: type[PlanSpider] = PlanSpider
+    if where == "USER_AGENT":
+        settings["USER_AGENT"] = BytesUserAgentSpider.user_agent
+    else:
+        spider_cls = BytesUserAgentSpider
+
+    result = await run_crawl(urls, settings, spider_cls=spider_cls)
+
+    assert {entry.user_agent for entry in site.page_requests} == {
+        BytesUserAgentSpider.user_agent.decode()
+    }
     assert result.forbidden_urls == {site.url("/alpha-forbidden")}
     assert result.urls == {site.url("/star-forbidden")}

@@ -31,9 +31,16 @@ def crawl_user_agent_source(
     name (``DEFAULT_REQUEST_HEADERS``, ``USER_AGENT``) or the spider's attribute."""
     for name, value in (settings.getdict("DEFAULT_REQUEST_HEADERS") or {}).items():
         if str(name).lower() == "user-agent" and value:
-            header = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-            return header, "DEFAULT_REQUEST_HEADERS"
+            return as_text(value), "DEFAULT_REQUEST_HEADERS"
     attribute = getattr(spider, "user_agent", None)
     if attribute:
-        return str(attribute), "the spider's user_agent attribute"
-    return str(settings.get("USER_AGENT") or ""), "USER_AGENT"
+        return as_text(attribute), "the spider's user_agent attribute"
+    return as_text(settings.get("USER_AGENT") or ""), "USER_AGENT"
+
+
+def as_text(user_agent: object) -> str:
+    """A user agent as the tools read it: bytes (which Scrapy sends as they are) as UTF-8,
+    the encoding Scrapy writes a str header in; ``str()`` of bytes would be ``"b'...'"``."""
+    if isinstance(user_agent, bytes):
+        return user_agent.decode("utf-8", "replace")
+    return str(user_agent)

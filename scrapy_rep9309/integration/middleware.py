@@ -32,7 +32,7 @@ from scrapy.utils.misc import build_from_crawler
 from twisted.python.failure import Failure
 
 from scrapy_rep9309.integration.accounting import Accounting
-from scrapy_rep9309.integration.crawlagent import crawl_user_agent_source
+from scrapy_rep9309.integration.crawlagent import as_text, crawl_user_agent_source
 from scrapy_rep9309.integration.crawldelay import CrawlDelayKeeper
 from scrapy_rep9309.integration.driver import (
     CONTENT_USAGE_META,
@@ -92,6 +92,10 @@ LAST_LOOK_TRIPS_META = "_rep9309_last_look_trips"
 #: The URL whose trips the two counters above count: a request that carries them with
 #: another URL (a redirect, a request yielded with its parent's meta) has made none.
 TRIPS_OF_META = "_rep9309_trips_of"
+#: The request's own ``dont_filter`` before its first trip back: the copy sent back has
+#: True (the duplicate filter has seen it already), and gets its own back once it is let
+#: through, so that what it leads to (a redirect inherits the flag) is filtered as before.
+DONT_FILTER_META = "_rep9309_dont_filter"
 #: On every request this middleware lets through: the ``fetched_at`` of the robots.txt
 #: copy that decided it, so that the last look before sending (``integration/lastlook.py``)
 #: knows whether a newer copy has come since.
@@ -134,7 +138,7 @@ class RobotsTxtMiddleware:
         self.driver = OriginDriver(crawler, settings, self._patient_store, self.accounting)
         #: The crawl's offsite middlewares, each with whether its policy is Scrapy's own.
         self._offsite: list[tuple[OffsiteMiddleware, bool]] = []
-        self._default_user_agent = str(crawler.settings.get("USER_AGENT") or "")
+        self._default_user_agent = as_text(crawler.settings.get("USER_AGENT") or "")
         self._jobdir: str | None = crawler.settings.get("JOBDIR") or None
         self._codec = RequestCodec(None)
         self._crawl_delay_keeper: CrawlDelayKeeper | None = None
@@ -482,6 +486,9 @@ class RobotsTxtMiddleware:
                 driver.leave_for_close(origin, copy, closed.deadline)
                 return copy
         self._decide(origin, record, request)
+        dont_filter = meta.pop(DONT_FILTER_META, None)  # back from its trips (``_requeue``)
+        if dont_filter is not None and meta.get(TRIPS_OF_META) == request.url:
+            request.dont_filter = dont_filter
         if request.url.endswith(_ROBOTS_TXT_END) and _asks_for_robots_txt(request):
             return self._robots_copy(origin, record, request)
         return None
@@ -711,8 +718,7 @@ class RobotsTxtMiddleware:
             return self._default_user_agent
         header = headers.get(b"User-Agent")
         if header:
-            # As Scrapy encoded it (UTF-8), and as ``check`` and the API read a user agent.
-            return header.decode("utf-8", "replace")
+            return as_text(header)
         return self._default_user_agent
 
     def _dropped_as_offsite(self, request: Request) -> bool:
@@ -742,6 +748,8 @@ class RobotsTxtMiddleware:
         self.stats.inc_value("robotstxt/requeued")
         copy = request.replace(dont_filter=True)
         meta = copy.meta
+        if not _requeues(request) or DONT_FILTER_META not in meta:  # its first trip
+            meta[DONT_FILTER_META] = request.dont_filter
         meta[REQUEUED_META] = _requeues(request) + 1
         meta[LAST_LOOK_TRIPS_META] = _last_look_trips(request) + at_last_look
         meta[TRIPS_OF_META] = request.url
