@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy.crawler import Crawler
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._redis import RedisServer
@@ -44,16 +45,11 @@ async def test_the_crawler_is_freed_after_the_crawl(
     plan = [site.url("/page/1"), site.url("/private/1")]
     if enable is not BUILTIN_ENABLED:
         plan.append(down.url("/page/1"))
-    crawler = make_crawler(crawl_settings(enable, {"REP9309_DEFER_TIMEOUT": 0.5}))
-    result = CrawlResult(started=0.0)
-    await start_crawl(crawler, plan=plan, result=result)
-    assert result.urls == {site.url("/page/1")}
-    freed = weakref.ref(crawler)
-    del crawler, result
+    freed, _ = await _crawl_and_let_go(
+        crawl_settings(enable, {"REP9309_DEFER_TIMEOUT": 0.5}), plan, site.url("/page/1")
+    )
 
-    gc.collect()
-
-    assert freed() is None, [type(r).__qualname__ for r in gc.get_referrers(freed())]
+    _assert_freed(freed)
 
 
 @pytest.mark.parametrize("store", ["jobdir", "redis"])
@@ -73,16 +69,28 @@ async def test_the_crawler_is_freed_with_a_store(
         redis: RedisServer = request.getfixturevalue("redis_server")
         more = {"REP9309_STORE": "scrapy_rep9309.RedisStore", "REP9309_REDIS_URL": redis.url}
         left_at_close = "robotstxt/fleet/left"
-    crawler = make_crawler(crawl_settings(OURS_ENABLED, more, {"CLOSESPIDER_TIMEOUT": 1.5}))
-    result = CrawlResult(started=0.0)
     plan = [site.url("/page/1"), site.url("/private/1"), down.url("/page/1")]
+    freed, stats = await _crawl_and_let_go(
+        crawl_settings(OURS_ENABLED, more, {"CLOSESPIDER_TIMEOUT": 1.5}), plan, site.url("/page/1")
+    )
+    assert stats.get(left_at_close) == 1
+
+    _assert_freed(freed)
+
+
+async def _crawl_and_let_go(
+    settings: dict[str, Any], plan: list[str], downloaded: str
+) -> tuple[weakref.ref[Crawler], dict[str, Any]]:
+    """Crawl ``plan`` (only ``downloaded`` gets a response); keep nothing of the crawl
+    but a weak reference to its crawler, and a copy of its stats."""
+    crawler = make_crawler(settings)
+    result = CrawlResult(started=0.0)
     await start_crawl(crawler, plan=plan, result=result)
-    assert result.urls == {site.url("/page/1")}
+    assert result.urls == {downloaded}
     assert crawler.stats is not None
-    assert crawler.stats.get_value(left_at_close) == 1
-    freed = weakref.ref(crawler)
-    del crawler, result
+    return weakref.ref(crawler), dict(crawler.stats.get_stats())
 
+
+def _assert_freed(freed: weakref.ref[Crawler]) -> None:
     gc.collect()
-
     assert freed() is None, [type(r).__qualname__ for r in gc.get_referrers(freed())]
