@@ -14,7 +14,7 @@ from scrapy_rep9309.integration.jobdir import read_state
 from scrapy_rep9309.integration.middleware import MAX_REQUEUES, REQUEUED_META, TRIPS_OF_META
 from tests._readme import undocumented_stats
 from tests.crawl import NO_RANDOM_DELAY, PlanSpider, Wait, run_crawl
-from tests.servers import ServerPool, hang, rules
+from tests.servers import ServerPool, hang, redirect, rules
 
 ALLOW_ALL = "User-agent: *\n"
 
@@ -61,13 +61,17 @@ async def test_requeued_copies_whose_rules_expire_again_do_not_take_a_download_s
 
 
 def _waiting_in_the_downloader(
-    servers: ServerPool, site_robots: list[Any], settings: dict[str, Any]
+    servers: ServerPool,
+    site_robots: list[Any],
+    settings: dict[str, Any],
+    routes: dict[str, list[Any]] | None = None,
 ) -> tuple[Any, list[Any], dict[str, Any]]:
     """An origin whose copy expires (0.5 s) while ``/waiting``, sent back from the scheduler
     MAX_REQUEUES times already, stays in the scheduler behind a slow page of another
     origin: it then waits for the refresh (``site_robots``' second answer) inside the
-    downloader. Returns the origin, the plan and the settings with ``settings`` added."""
-    site = servers.add(site_robots)
+    downloader. Returns the origin (with ``routes``), the plan and the settings with
+    ``settings`` added."""
+    site = servers.add(site_robots, routes=routes)
     slow = servers.add(page_delay=1.5)
     url = site.url("/waiting")
     waiting = Request(url, meta={REQUEUED_META: MAX_REQUEUES, TRIPS_OF_META: url})
@@ -119,6 +123,34 @@ async def test_a_request_waiting_in_the_downloader_at_a_pause_is_saved(
 
     assert resumed.urls == {site.url("/waiting")}
     assert [entry.path for entry in site.page_requests] == ["/first", "/waiting"]
+
+
+@deferred_f_from_coro_f
+async def test_the_redirect_of_a_request_saved_from_the_downloader_is_filtered_after_the_resume(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """The request saved from inside the downloader (above) is saved as a copy with
+    ``dont_filter=True``, as the resumed crawl's duplicate filter has seen it; once let
+    through it gets its own back. Kept, its redirect inherited it, and a page crawled
+    before the pause was fetched again after the resume."""
+    site, plan, settings = _waiting_in_the_downloader(
+        servers,
+        [rules(ALLOW_ALL), hang(), rules(ALLOW_ALL)],
+        {"DOWNLOAD_TIMEOUT": 30, "REP9309_FETCH_TIMEOUT": 5, "CLOSESPIDER_TIMEOUT": 4},
+        routes={"/waiting": [redirect("/first")]},
+    )
+    settings["JOBDIR"] = str(tmp_path / "job")
+
+    paused = await run_crawl(plan, settings)
+    assert paused.stat("robotstxt/deferred/saved") == 1
+    resumed = await run_crawl([], {**settings, "CLOSESPIDER_TIMEOUT": 10})
+
+    assert resumed.failures == []
+    assert resumed.stat("dupefilter/filtered") == 1
+    assert [entry.path for entry in site.log if entry.path != "/robots.txt"] == [
+        "/first",
+        "/waiting",
+    ]
 
 
 @deferred_f_from_coro_f

@@ -482,7 +482,7 @@ class RobotsTxtMiddleware:
                     raise
                 # From the scheduler: it ends like the requests held outside, saved
                 # under JOBDIR or errback'd at close; the engine drops this copy.
-                copy = request.replace(dont_filter=True)
+                copy = _past_the_filter(request)  # saved under JOBDIR: filter seen it
                 driver.leave_for_close(origin, copy, closed.deadline)
                 return copy
         self._decide(origin, record, request)
@@ -746,13 +746,10 @@ class RobotsTxtMiddleware:
         expires in the scheduler, one that expires in the download slot's queue) has its
         own bound, so the one's trips never make the other wait inside the downloader."""
         self.stats.inc_value("robotstxt/requeued")
-        copy = request.replace(dont_filter=True)
+        copy = _past_the_filter(request)
         meta = copy.meta
-        if not _requeues(request) or DONT_FILTER_META not in meta:  # its first trip
-            meta[DONT_FILTER_META] = request.dont_filter
         meta[REQUEUED_META] = _requeues(request) + 1
         meta[LAST_LOOK_TRIPS_META] = _last_look_trips(request) + at_last_look
-        meta[TRIPS_OF_META] = request.url
         return copy
 
 
@@ -802,6 +799,23 @@ def _forbidden_for(decision: Decision | None, extra_user_agents: tuple[str, ...]
     if not extra_user_agents or decision is None or decision.forbidden_for is None:
         return ""
     return f", for {decision.forbidden_for}"
+
+
+def _past_the_filter(request: Request) -> Request:
+    """A copy of ``request`` for the scheduler again, with ``dont_filter=True`` (the
+    duplicate filter has seen it), that gets the request's own flag back once it is let
+    through (``DONT_FILTER_META``): what it leads to (a redirect inherits the flag) is
+    filtered as before. Trip counters carried with another URL's meta are dropped."""
+    copy = request.replace(dont_filter=True)
+    meta = copy.meta
+    if meta.get(TRIPS_OF_META) != request.url:  # its first trip: none of another's
+        for key in (REQUEUED_META, LAST_LOOK_TRIPS_META):
+            meta.pop(key, None)
+        meta[TRIPS_OF_META] = request.url
+        meta[DONT_FILTER_META] = request.dont_filter
+    elif DONT_FILTER_META not in meta:  # its own flag is back since its last trip
+        meta[DONT_FILTER_META] = request.dont_filter
+    return copy
 
 
 def _requeues(request: Request) -> int:
