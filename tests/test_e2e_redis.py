@@ -41,7 +41,7 @@ from tests.crawl import (
     run_crawl,
     start_crawl,
 )
-from tests.servers import Reply, ServerPool, closed_port, rules
+from tests.servers import Reply, ServerPool, closed_port, hang, rules
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
 STORE = "scrapy_rep9309.RedisStore"
@@ -235,6 +235,26 @@ async def test_a_crawl_on_the_redis_store(servers: ServerPool, redis_server: Red
     assert not client.keys("rep9309:held:*"), "every held request was taken"
     assert not client.keys("rep9309:lease:*"), "every lease was released"
     assert not client.exists(f"rep9309:alive:{result.middleware(ours_class()).store.me}")
+
+
+@deferred_f_from_coro_f
+async def test_a_lease_taken_for_a_fetch_that_never_starts_goes_back_at_close(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    """The one robots.txt download slot is taken by a robots.txt that never answers; the
+    second origin's fetch, leased already, waits for it until the spider closes and never
+    starts. Its lease went back only when it timed out (REP9309_FETCH_TIMEOUT, else
+    DOWNLOAD_TIMEOUT: 180 s by default), and the fleet's other processes waited for it
+    meanwhile (found by a second reviewer)."""
+    hanging = servers.add(hang())
+    waiting = servers.add()
+    pages = hanging.urls(["/page/0"]) + waiting.urls(["/page/0"])
+    settings = {"CLOSESPIDER_TIMEOUT": 1, "DOWNLOAD_TIMEOUT": 3, "REP9309_CONCURRENT_FETCHES": 1}
+
+    result = await run_crawl(pages, _redis(redis_server, **settings))
+
+    assert waiting.robots_fetches == [] and result.close_reason == "closespider_timeout"
+    assert not redis_server.client().keys("rep9309:lease:*"), "every lease was released"
 
 
 @pytest.mark.parametrize("outcome", ["answered", "expired"])

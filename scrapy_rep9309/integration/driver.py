@@ -512,10 +512,15 @@ class OriginDriver:
         self._closed = True
         self._timers.cancel_all()
         now = time.time()
+        leased: list[Origin] = []
         for origin, machine in self.machines.items():
             for action in machine.close(now):
                 if action.effect is Effect.DROP:
                     self._drop(origin, action)
+                elif action.effect is Effect.RELEASE_LEASE:
+                    leased.append(origin)
+        if leased and store_answers:
+            await self._give_back_leases(leased)
         for token, (origin, held) in list(self._held.items()):
             if token in self._stored:
                 # Fleet: released or expired, but the store call taking it out of the
@@ -546,6 +551,19 @@ class OriginDriver:
             leftovers = await self._leave_leftovers(leftovers)
             self._handed_over = {id(leftover.request) for leftover in leftovers}
         return leftovers
+
+    async def _give_back_leases(self, origins: list[Origin]) -> None:
+        """At close: give back the fetch leases of fetches still running or waiting for a
+        download slot (a few seconds at most). The store closes next, so their answers
+        may never be stored, and the peers would wait out the leases' time to live."""
+        releases = [
+            deferred_from_coro(self.store.release_lease(str(origin), self._owner))
+            for origin in origins
+        ]
+        deadline = time.monotonic() + CLOSE_STORE_TIMEOUT
+        for release in releases:
+            if not release.called:
+                await _at_most(release, max(0.0, deadline - time.monotonic()))
 
     def _with_newest_copy(self, leftover: Leftover) -> Leftover:
         if leftover.record is not None:

@@ -143,8 +143,14 @@ TRANSITIONS: dict[tuple[State, Event], tuple[State, tuple[Effect, ...]]] = {
     **{
         (state, Event.CLOSE): (State.CLOSED, (Effect.CANCEL_TIMERS, Effect.DROP))
         for state in State
-        if state is not State.CLOSED
+        if state not in (State.FETCHING, State.CLOSED)
     },
+    # Our fetch's lease goes back at close: what answers later may never be stored, and
+    # the peers would wait out its time to live.
+    (State.FETCHING, Event.CLOSE): (
+        State.CLOSED,
+        (Effect.CANCEL_TIMERS, Effect.DROP, Effect.RELEASE_LEASE),
+    ),
     # A lease granted after the machine moved on (a peer's record was adopted, the
     # spider closed) is given back at once: the peers would wait out its time to live.
     **{
@@ -152,10 +158,11 @@ TRANSITIONS: dict[tuple[State, Event], tuple[State, tuple[Effect, ...]]] = {
         for state in State
         if state is not State.LEASING
     },
-    # An answer after close is still stored (a resumed crawl or a peer may use it).
-    (State.CLOSED, Event.ANSWER_FRESH): (State.CLOSED, (Effect.STORE, Effect.RELEASE_LEASE)),
-    (State.CLOSED, Event.ANSWER_STALE): (State.CLOSED, (Effect.STORE, Effect.RELEASE_LEASE)),
-    (State.CLOSED, Event.ANSWER_UNREACHABLE): (State.CLOSED, (Effect.STORE, Effect.RELEASE_LEASE)),
+    # An answer after close is still stored while the store is open (a resumed crawl or
+    # a peer may use it); its lease went back at the close.
+    (State.CLOSED, Event.ANSWER_FRESH): (State.CLOSED, (Effect.STORE,)),
+    (State.CLOSED, Event.ANSWER_STALE): (State.CLOSED, (Effect.STORE,)),
+    (State.CLOSED, Event.ANSWER_UNREACHABLE): (State.CLOSED, (Effect.STORE,)),
 }
 
 #: Events that may arrive late (a timer or a store answer overtaken by another event)
