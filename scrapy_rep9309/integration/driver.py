@@ -134,6 +134,9 @@ class OriginDriver:
         self._held: dict[Hashable, tuple[Origin, HeldRequest]] = {}
         #: Tokens whose copy the store confirmed it holds.
         self._stored: set[Hashable] = set()
+        #: Fleet: held requests whose write to the store is under way (sent, or queued in
+        #: the store): one sent and never answered may still be carried out.
+        self._writes_in_flight: set[Hashable] = set()
         #: The last store call queued per origin: holds and takes reach it in order.
         self._chains: dict[Origin, Deferred[Any]] = {}
         #: Requests waiting inside ``process_request`` (never scheduled), by token.
@@ -358,18 +361,23 @@ class OriginDriver:
         return machine.usable(time.time())
 
     def start_orphan_sweep(self) -> None:
-        """Fleet: every ORPHAN_SWEEP_INTERVAL, take over the requests held by processes
-        that stopped or died (their heartbeat is gone), so that none waits forever."""
+        """Fleet: take over the requests held by processes that stopped or died (their
+        heartbeat is gone), so that none waits forever: once as the spider opens, then
+        every ORPHAN_SWEEP_INTERVAL.
+
+        The first look keeps the spider open (``busy``): a process resumed with nothing
+        else to crawl would close before a later one, and what its paused run left in
+        the store would never end. So does a look right after one that took some over (a
+        store may hand them over in batches). The others do not: an idle process may
+        close; what they take over keeps it open."""
         if self.shared and not self._closed:
-            self._timers.schedule(
-                ("orphans", id(self)), ORPHAN_SWEEP_INTERVAL, self._spawn_orphan_sweep
-            )
+            self._spawn(self._adopt_orphans())
 
     def _spawn_orphan_sweep(self) -> None:
-        # Not counted in ``busy``: an idle process may close; what it adopts keeps it open.
         self._spawn(self._adopt_orphans(), busy=False)
 
     async def _adopt_orphans(self) -> None:
+        adopted: list[tuple[str, HeldRequest]] = []
         try:
             adopted = await self.store.adopt_orphans()
             now = time.time()
@@ -388,7 +396,12 @@ class OriginDriver:
                 self.stats.inc_value(ADOPTED_STAT, len(adopted))
                 logger.info("Took over %d requests held by stopped fleet processes", len(adopted))
         finally:
-            self.start_orphan_sweep()
+            if adopted and not self._closed:
+                self._spawn(self._adopt_orphans())  # there may be more
+            elif not self._closed:
+                self._timers.schedule(
+                    ("orphans", id(self)), ORPHAN_SWEEP_INTERVAL, self._spawn_orphan_sweep
+                )
 
     async def _release_shared(self, origin: Origin, action: Action) -> None:
         """Fleet: the store decides who releases a request (a peer that got the answer
@@ -508,7 +521,12 @@ class OriginDriver:
         if self.shared:
             store_answers = await self._settle_store_calls()
             # Kept in the process while the store was down: no peer can see those.
-            self._stored.difference_update(await self.store.withdraw_unwritten())
+            withdrawn = set(await self.store.withdraw_unwritten())
+            self._stored.difference_update(withdrawn)
+            # Sent and never answered (the store stalled): the store may still carry the
+            # write out, so the request is left to the fleet, as one it confirmed. Ended
+            # here as well, it would be crawled a second time by the peer that adopts it.
+            self._stored.update(self._writes_in_flight - withdrawn)
         self._closed = True
         self._timers.cancel_all()
         now = time.time()
@@ -1180,6 +1198,7 @@ class OriginDriver:
         await maybe_deferred_to_future(gatherResults(writes, consumeErrors=True))
 
     async def _store_hold(self, origin: Origin, held: HeldRequest) -> None:
+        self._writes_in_flight.add(held.token)
         try:
             await self.store.hold(str(origin), held)
         except UnencodableRequest as exc:
@@ -1193,6 +1212,8 @@ class OriginDriver:
                 extra={"spider": self.crawler.spider},
             )
             return
+        finally:
+            self._writes_in_flight.discard(held.token)
         if held.token in self._held:
             self._stored.add(held.token)
 

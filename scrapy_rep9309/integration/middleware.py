@@ -182,9 +182,9 @@ class RobotsTxtMiddleware:
                 )
         self._codec = RequestCodec(spider)
         await self._patient_store.open(self._codec, self._changed_elsewhere)
-        self.driver.start_orphan_sweep()
         if self._jobdir:
             await self._resume(read_state(self._jobdir))
+        self.driver.start_orphan_sweep()
 
     def request_scheduled(
         self, request: Request, spider: Spider | None = None, **signal_arguments: Any

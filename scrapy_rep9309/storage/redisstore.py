@@ -458,8 +458,9 @@ class RedisOriginStore:
             logger.debug("Closing the Redis store: %s", exc)
         if self._unwritten:
             logger.error(
-                "%d held requests could not be written to Redis at %s before closing: "
-                "they are lost to the fleet",
+                "%d held requests left to the fleet were not confirmed written to Redis at "
+                "%s before closing (it stopped answering): unless Redis carries out the "
+                "writes it was sent, they are lost to the fleet",
                 len(self._unwritten),
                 redact(self.url),
             )
