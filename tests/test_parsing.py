@@ -416,7 +416,22 @@ def test_url_forms_accepted_by_allowed() -> None:
 
 @pytest.mark.parametrize(
     ("value", "delay"),
-    [(b"5", 5.0), (b"2.5", 2.5), (b" 10 ", 10.0), (b"0", 0.0), (b"abc", None), (b"", None)],
+    [
+        (b"5", 5.0),
+        (b"2.5", 2.5),
+        (b" 10 ", 10.0),
+        (b"0", 0.0),
+        (b".5", 0.5),
+        (b"abc", None),
+        (b"", None),
+        # Not decimal numbers of seconds (Python's float() took the first three).
+        (b"1_0", None),
+        (b"1e3", None),
+        (b"-0", None),
+        (b"-1", None),
+        (b"nan", None),
+        (b"inf", None),
+    ],
 )
 def test_crawl_delay_value(value: bytes, delay: float | None) -> None:
     rules = RobotsTxt.parse(b"User-agent: *\nCrawl-delay: " + value + b"\nDisallow: /x\n")
@@ -456,6 +471,26 @@ def test_a_crawl_delay_belongs_to_the_user_agent_lines_directly_above_it() -> No
         decision = rules.explain(f"{URL}/login", agent)
         assert (decision.allowed, decision.line) == (False, 6)
         assert decision.user_agents == ("bingbot", "msnbot", "*")
+
+
+@pytest.mark.parametrize(
+    "first_group",
+    [
+        b"User-agent: *\nContent-Signal: search=yes, ai-train=no\nAllow: /\n",
+        b"User-agent: *\nDisallow: /q # no crawling here\n",
+    ],
+    ids=["content-signal", "comment-with-crawl"],
+)
+def test_a_crawl_delay_belongs_to_no_user_agent_line_of_an_earlier_group(
+    first_group: bytes,
+) -> None:
+    """The user-agent lines of a group read before (here because it has a
+    ``Content-Signal`` line, or the word "crawl" in a comment) were taken for the start
+    of the next group's run, and bingbot's delay went to every crawler (found by a second
+    reviewer)."""
+    body = first_group + b"\nUser-agent: bingbot\nCrawl-delay: 5\nUser-agent: *\nDisallow: /a\n"
+    rules = RobotsTxt.parse(body)
+    assert (rules.crawl_delay("bingbot"), rules.crawl_delay("mybot")) == (5.0, None)
 
 
 def test_crawl_delays_after_the_rules_belong_to_the_last_user_agent_lines() -> None:

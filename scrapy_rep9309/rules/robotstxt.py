@@ -14,7 +14,7 @@ asked for, by the reference tokenizer of :mod:`~scrapy_rep9309.rules.parser`.
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -73,12 +73,13 @@ class Decision:
         return {preference.label: preference.value for preference in self.usage}
 
 
+#: A valid Crawl-delay: a decimal number of seconds (not ``1_0``, ``1e3``, ``-1``, ``nan``).
+_DELAY = re.compile(rb"[ \t]*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t]*")
+
+
 def _parse_delay(value: bytes) -> float | None:
-    try:
-        delay = float(value)
-    except ValueError:
-        return None
-    return delay if math.isfinite(delay) and delay >= 0 else None
+    valid = _DELAY.fullmatch(value)
+    return None if valid is None else float(valid.group(1))
 
 
 def _names(agent: bytes, token: str) -> bool:
@@ -103,6 +104,11 @@ class _OnRequestRecords:
         self.signals: list[tuple[int, bytes]] = []
         self._run: list[bytes] = []
         self._run_ended = False
+
+    def start_group(self) -> None:
+        """A new group starts: the user-agent lines of the one before are no run of it
+        (the groups read may not follow each other in the file)."""
+        self._run, self._run_ended = [], False
 
     def user_agent(self, line_no: int, value: bytes) -> None:
         if self._run_ended:
@@ -146,6 +152,7 @@ class _Extras:
             lines = body[start:end]
             lowered = lines.lower()
             if b"content-" in lowered or (attribute_delays and b"crawl" in lowered):
+                records.start_group()
                 tokenize_lines(split_lines(lines), records, first_line_no)
         self.usage = UsageRules(records.usage_rules)
         self.signals = combine_content_signals(value for _, value in records.signals)
