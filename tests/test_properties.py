@@ -311,3 +311,16 @@ def test_any_content_usage_statement_parses_in_bounded_time(statement: bytes, re
     assert quickest(lambda: RobotsTxt.parse(body).content_usage("/x", "bot"), repeats=3) < 1.0
     preferences = RobotsTxt.parse(body).content_usage("/x", "bot")
     assert set(preferences) <= {"train-ai", "search"}
+
+
+@pytest.mark.parametrize("others", [0, 100], ids=["small-set", "large-set"])
+@for_each_implementation
+def test_of_identical_rules_the_earliest_line_is_named(others: int) -> None:
+    """``/~a`` and ``/%7Ea`` are one rule once normalised. In a large rule set the
+    pure-Python matcher gathered the rules of unusual starts out of line order and named
+    the later one, where the compiled one names the earliest (found by a second
+    reviewer); ``check`` printed another line depending on the parser."""
+    body = b"User-agent: *\nAllow: /%7Eb\nAllow: /~a\nAllow: /%7Ea\n"
+    body += b"".join(b"Disallow: /f%d\n" % number for number in range(others))
+    decision = RobotsTxt.parse(body).explain("/~a", "bot")
+    assert (decision.rule, decision.line) == ("Allow: /~a", 3)

@@ -397,6 +397,11 @@ class RuleSet:
                     short.allows += filed[0].pop(octets, ())
                     short.disallows += filed[1].pop(octets, ())
                     short.index_pages += filed[2].pop(octets, ())  # type: ignore[operator]
+            # Gathered from several starts: back in line order, which ``_Bucket`` keeps
+            # (the earliest of identical rules is the one named).
+            short.allows.sort()
+            short.disallows.sort()
+            short.index_pages.sort()  # type: ignore[union-attr]
             self._short = _Bucket(short, allows, disallows)
             starts = {**filed[0], **filed[1], **filed[2]}
         if starts:  # decoded at once: each is 4 kept octets, ASCII
