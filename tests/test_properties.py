@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 from _implementations import for_each_implementation
 from _reference_matcher import Rule, decide, glob_matches, normalise, split_lines
-from _timing import GROWTH_LIMIT, NEGLIGIBLE, quickest
+from _timing import GROWTH_LIMIT, NEGLIGIBLE, grows_linearly, quickest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -324,3 +324,26 @@ def test_of_identical_rules_the_earliest_line_is_named(others: int) -> None:
     body += b"".join(b"Disallow: /f%d\n" % number for number in range(others))
     decision = RobotsTxt.parse(body).explain("/~a", "bot")
     assert (decision.rule, decision.line) == ("Allow: /~a", 3)
+
+
+@pytest.mark.parametrize(
+    ("line", "read"),
+    [
+        (b"Sitemap: https://example.com/s.xml\r", lambda parsed: parsed.sitemaps),
+        (b"User-agent: a\r", lambda parsed: parsed.allowed("/x", "a")),
+        (b"agent\r", lambda parsed: parsed.allowed("/x", "a")),
+    ],
+    ids=["sitemaps", "groups", "user-agent-words"],
+)
+@for_each_implementation
+def test_a_file_of_cr_line_ends_reads_in_time_linear_in_its_lines(
+    line: bytes, read: Callable[[RobotsTxt], object]
+) -> None:
+    """Each line found was bounded by searching for an LF each way, which ran to an end
+    of a body without any: 500 KiB of CR-only lines took about 1 s (found by a second
+    reviewer)."""
+
+    def run_with(lines: int) -> Callable[[], object]:
+        return lambda: read(RobotsTxt.parse(line * lines))
+
+    assert grows_linearly(run_with, 500_000 // len(line))

@@ -154,19 +154,16 @@ def records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> l
     ``lowered`` (``lines.lower()``) finds it are tokenized, by the rule
     :func:`~.parser.tokenize` uses (its fast path first, inlined, as the tokenizer's).
     """
-    has_cr = 13 in lines  # b"\r"
+    lowered = _with_line_feeds_only(lowered)
     kind_number = KINDS.index(kind) if kind in KINDS else -1
     kind_of_key = KIND_OF_KEY
     records = []
     found = lowered.find(needle)
     while found >= 0:
-        if has_cr:
-            start, end = _line_around(lowered, found, has_cr)
-        else:
-            start = lowered.rfind(b"\n", 0, found) + 1
-            end = lowered.find(b"\n", found)
-            if end < 0:
-                end = len(lowered)
+        start = lowered.rfind(b"\n", 0, found) + 1
+        end = lowered.find(b"\n", found)
+        if end < 0:
+            end = len(lowered)
         line = lines[start:end]
         if end - start > MAX_LINE_OCTETS:
             line = line[:MAX_LINE_OCTETS]
@@ -184,20 +181,23 @@ def records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> l
     return records
 
 
-def _line_around(lowered: bytes, found: int, has_cr: bool) -> tuple[int, int]:
-    """Start and end (its line break, or the end of the body) of the line holding ``found``."""
+def _with_line_feeds_only(lowered: bytes) -> bytes:
+    """``lowered`` with every CR made an LF (the same length, the same lines): a line is
+    then found by searching for one octet each way, and the searches stop at the nearest
+    line break of either kind. Searching for both kinds, a file of CR-only line ends took
+    time quadratic in its lines (each search for an LF ran to an end of the body)."""
+    return lowered.replace(b"\r", b"\n") if 13 in lowered else lowered  # b"\r"
+
+
+def _line_around(lowered: bytes, found: int) -> tuple[int, int]:
+    """Start and end (its line break, or the end of the body) of the line holding
+    ``found``, in a lowered body with line feeds only (``_with_line_feeds_only``)."""
     start = lowered.rfind(b"\n", 0, found) + 1
     end = lowered.find(b"\n", found)
-    if end < 0:
-        end = len(lowered)
-    if has_cr:
-        start = max(start, lowered.rfind(b"\r", start, found) + 1)
-        carriage_return = lowered.find(b"\r", found, end)
-        end = end if carriage_return < 0 else carriage_return
-    return start, end
+    return start, (len(lowered) if end < 0 else end)
 
 
-def _has_rule(body: bytes, lowered: bytes, start: int, end: int, has_cr: bool) -> bool:
+def _has_rule(body: bytes, lowered: bytes, start: int, end: int) -> bool:
     """Whether a line of ``body[start:end]`` (whole lines) is a rule record (even empty).
 
     Only lines holding a piece of a rule's key (:data:`~.parser.RULE_KEY`) are
@@ -205,7 +205,7 @@ def _has_rule(body: bytes, lowered: bytes, start: int, end: int, has_cr: bool) -
     """
     found = RULE_KEY.search(lowered, start, end)
     while found is not None:
-        line_start, line_end = _line_around(lowered, found.start(), has_cr)
+        line_start, line_end = _line_around(lowered, found.start())
         line = body[line_start : min(line_end, line_start + MAX_LINE_OCTETS)]
         record = fast_record(line)
         if record is not None:
@@ -224,13 +224,13 @@ def _find_groups(body: bytes, lowered: bytes) -> tuple[list[int], list[bytes], l
     starts: list[int] = []
     agents: list[bytes] = []
     first_agents: list[int] = []
-    has_cr = 13 in body  # b"\r"
+    lowered = _with_line_feeds_only(lowered)
     previous_end = -1
     for start, end, agent in records_of_kind(body, lowered, "user_agent", b"agent"):
         # Most user-agent lines follow another, or a rule at once: the search answers.
         if previous_end < 0 or (
             RULE_KEY.search(lowered, previous_end, start) is not None
-            and _has_rule(body, lowered, previous_end, start, has_cr)
+            and _has_rule(body, lowered, previous_end, start)
         ):
             starts.append(start)
             first_agents.append(len(agents))
