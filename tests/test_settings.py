@@ -104,6 +104,21 @@ def test_invalid_value_names_the_setting(name: str, value: Any) -> None:
         _read(**{name: value})
 
 
+def test_the_redis_store_without_the_redis_client_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The documented value is right; what is missing is the extra (a reviewer, as a new
+    user, was told the setting was invalid)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "redis", None)  # "import redis" fails
+    monkeypatch.delitem(sys.modules, "scrapy_rep9309.storage.redisstore", raising=False)
+    monkeypatch.delitem(sys.modules, "scrapy_rep9309.integration.fleet", raising=False)
+    with pytest.raises(SettingsError, match="REP9309_STORE") as raised:
+        _read(REP9309_STORE="scrapy_rep9309.RedisStore")
+    assert 'pip install "scrapy-rep9309[redis]"' in str(raised.value)
+
+
 def test_all_forbidden_close_reason_is_off_unless_set() -> None:
     assert _read().all_forbidden_close_reason is None
     assert _read(REP9309_ALL_FORBIDDEN_CLOSE_REASON="").all_forbidden_close_reason is None

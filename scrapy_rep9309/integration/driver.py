@@ -634,10 +634,14 @@ class OriginDriver:
         return [leftover for token, (leftover, _) in writes.items() if token in ours]
 
     async def _hold_for_the_fleet(self, origin: Origin, held: HeldRequest) -> bool:
-        """Whether the store took ``held`` (False: it refused it, e.g. unencodable)."""
+        """Whether the store took ``held`` (False: it refused it, e.g. unencodable; the
+        request then ends in this process)."""
         try:
             await self.store.hold(str(origin), held)
+        except UnencodableRequest:
+            return False
         except Exception:
+            logger.exception("Could not leave %s to the fleet; it ends here", held.request)
             return False
         return True
 

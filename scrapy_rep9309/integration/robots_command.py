@@ -126,7 +126,8 @@ class Command(ScrapyCommand):
             "allowed, which rule decided, which group applied and its usage preferences, "
             "with REP9309_EXTRA_USER_AGENTS and REP9309_REQUIRE_USAGE applied as in a "
             "crawl. Exit status: 0 when all would be downloaded, 1 when any is disallowed "
-            "or refused, 2 on bad input or a failed fetch."
+            "or refused (an unreachable robots.txt disallows them), 2 on bad input or "
+            "when the fetch could not be made at all."
         )
 
     def add_options(self, parser: ArgumentParser) -> None:

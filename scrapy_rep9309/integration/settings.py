@@ -372,6 +372,12 @@ def _store_class(value: Any) -> type:
     """An import path (or the class itself) of a class with ``from_crawler``."""
     try:
         cls = load_object(value) if isinstance(value, str) else value
+    except ModuleNotFoundError as exc:
+        if exc.name == "redis" and str(value).startswith("scrapy_rep9309"):
+            raise ValueError(
+                'the Redis store needs the redis client: pip install "scrapy-rep9309[redis]"'
+            ) from None
+        raise ValueError(f"cannot import it: {exc}") from None
     except (ImportError, AttributeError, NameError) as exc:
         raise ValueError(f"cannot import it: {exc}") from None
     if not isinstance(cls, type) or not callable(getattr(cls, "from_crawler", None)):

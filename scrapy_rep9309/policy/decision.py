@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, OriginRecord
+from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE
 from scrapy_rep9309.rules.matcher import is_robots_txt
 from scrapy_rep9309.rules.robotstxt import Decision, RobotsTxt
 from scrapy_rep9309.rules.usage import DISALLOW, Preference, combine_preferences
@@ -124,12 +124,3 @@ def explain(
         preferences = usage_preferences(outcome, rules, url, user_agent, extra_user_agents)
         return Verdict(True, outcome, decision, preferences, refused(preferences, required))
     return Verdict(outcome == UNAVAILABLE, outcome)
-
-
-def newest(first: OriginRecord | None, second: OriginRecord | None) -> OriginRecord | None:
-    """The later of two copies of one origin's robots.txt (the newest always decides)."""
-    if first is None:
-        return second
-    if second is None or first is second:
-        return first
-    return first if first.fetched_at >= second.fetched_at else second

@@ -87,10 +87,6 @@ class WildcardRule:
         #: a pattern's ``*`` and ``$`` count too.
         self.key: MatchKey = (len(pattern), allow, -line)
 
-    @property
-    def is_plain_prefix(self) -> bool:
-        return self.last is None and not self.anchored
-
     def matches(self, path: str) -> bool:
         """Return whether this pattern matches ``path`` (already normalised) from its start."""
         if not path.startswith(self.first):

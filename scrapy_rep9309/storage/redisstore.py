@@ -71,7 +71,6 @@ from scrapy_rep9309.storage.base import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_PREFIX = "rep9309"
 #: Bytes a record's header (its JSON) may take besides the body.
 HEADER_LIMIT = 4096
