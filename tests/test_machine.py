@@ -114,6 +114,7 @@ def _held(token: int, deadline: float = NOW + DEFER) -> object:
 #: How each event is provoked through the machine's public entry points, at NOW.
 PROVOKE: dict[Event, Callable[[OriginMachine], list[Action]]] = {
     Event.REQUEST: lambda m: m.request("new", NOW, DEFER),
+    Event.REQUEST_USABLE: lambda m: m.request("new", NOW, DEFER),
     Event.LOADED_FRESH: lambda m: m.loaded(fresh(fetched=-1), 7, NOW),
     Event.LOADED_STALE: lambda m: m.loaded(stale(), 7, NOW),
     Event.LOADED_BACKOFF: lambda m: m.loaded(backoff(fetched=-1), 7, NOW),

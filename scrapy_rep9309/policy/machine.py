@@ -43,6 +43,8 @@ class State(str, Enum):
 
 class Event(str, Enum):
     REQUEST = "request"  #: a request found no usable copy
+    #: a request came as a usable copy appeared (it was looked for before a store answer)
+    REQUEST_USABLE = "request-usable"
     LOADED_FRESH = "loaded-fresh"  #: the store's record is fresh
     LOADED_STALE = "loaded-stale"  #: the store's record is a usable stale copy
     LOADED_BACKOFF = "loaded-backoff"  #: the store's record is in backoff, retry not due
@@ -103,6 +105,9 @@ TRANSITIONS: dict[tuple[State, Event], tuple[State, tuple[Effect, ...]]] = {
     (State.NEW, Event.REQUEST): (State.LOADING, (Effect.HOLD, Effect.LOAD)),
     (State.EXPIRED, Event.REQUEST): (State.LOADING, (Effect.HOLD, Effect.LOAD)),
     **{(state, Event.REQUEST): (state, (Effect.HOLD,)) for state in _WAITING},
+    # Released at once, never held: the copy that decides it is there.
+    (State.FRESH, Event.REQUEST_USABLE): (State.FRESH, (Effect.RELEASE,)),
+    (State.STALE, Event.REQUEST_USABLE): (State.STALE, (Effect.RELEASE,)),
     (State.LOADING, Event.LOADED_FRESH): (State.FRESH, _RELEASING),
     (State.LOADING, Event.LOADED_STALE): (State.STALE, _RELEASING),
     (State.LOADING, Event.LOADED_BACKOFF): (State.BACKOFF, (Effect.ARM_RETRY,)),
@@ -303,7 +308,7 @@ class OriginMachine:
         actions = self._advance(now)
         held = Held(token, now + defer_timeout if deadline is None else deadline)
         if self.usable(now) is not None:
-            return [*actions, Action(Effect.RELEASE, (held,), self.record)]
+            return actions + self._step(Event.REQUEST_USABLE, now, new_held=held)
         earliest = self._earliest_deadline() if self.held else None
         actions += self._step(Event.REQUEST, now, new_held=held)
         if self.held and (earliest is None or held.deadline < earliest):
@@ -425,6 +430,8 @@ class OriginMachine:
             return Action(effect, (new_held,))
         if effect is Effect.RELEASE or effect is Effect.DROP:
             held = tuple(self.held)
+            if new_held is not None:  # a request released as it comes (nothing else held)
+                held += (new_held,)
             self.held = ()
             self._out_of_order = False
             return Action(effect, held, self.record)
