@@ -266,8 +266,9 @@ class OriginDriver:
         Such a request sits in the engine's in-progress set, which the engine waits to
         empty before it closes the spider: every WAIT_POLL_INTERVAL seconds, a look
         whether the spider is closing wakes it to give up (``ClosedWhileWaiting``,
-        counted by whoever ends it). Only that look, the answer (``_wake``) and ``close``
-        wake it, so an answer never finds it already woken.
+        counted by whoever ends it). Only that look, the answer or the deadline
+        (``_wake``, from a release or an expiry) and ``close`` wake it, so an answer never
+        finds it already woken.
         """
         if self._closing():
             raise IgnoreRequest(closing_reason(origin))

@@ -363,8 +363,9 @@ class RobotsTxtMiddleware:
             await self._end_at_close(leftover)
 
     def _records_to_save(self, now: float) -> dict[str, OriginRecord]:
-        """The records restored at the start, updated by this run's: REP9309_CACHE_SIZE of
-        them at most, the most recently fetched first, never dropping one in backoff."""
+        """The records restored at the start, updated by this run's: the REP9309_CACHE_SIZE
+        most recently fetched, and every one in backoff besides (never dropped: forgetting
+        one would refetch a failing server at once)."""
         records = self.driver.records()
         if len(records) <= self.settings.cache_size:
             return records
