@@ -234,6 +234,9 @@ def test_missing_file_is_bad_input(tmp_path: Path) -> None:
         (["ROBOTS", "/a", "--timeout", "inf"], "--timeout must be a finite number"),
         (["ROBOTS", "/a", "--user-agent", " "], "--user-agent must not be empty"),
         (["ROBOTS", "/a", "--bogus"], "unrecognized arguments: --bogus"),
+        (["ROBOTS", "/a", "--require-usage", "ai-train"], "its label is 'train-ai'"),
+        (["ROBOTS", "/a", "--max-size", "1000"], "--max-size must be at least 512000"),
+        (["ROBOTS", "/a", "--max-size", "big"], "invalid int value: 'big'"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(
@@ -539,3 +542,29 @@ async def test_userinfo_in_the_robots_url_is_not_taken_for_the_host(servers: Ser
     assert verdict(result.stdout, "/private/1")[0] == "disallowed  /private/1", result.stdout
     assert verdict(result.stdout, "/a")[0] == "allowed     /a"
     assert site.robots_fetches[0].headers.get("Authorization") is None
+
+
+@deferred_f_from_coro_f
+async def test_required_usage_and_size_limit_decide_as_in_a_crawl(servers: ServerPool) -> None:
+    """``--require-usage`` and ``--max-size`` are REP9309_REQUIRE_USAGE and
+    REP9309_MAX_SIZE: ``check`` now says what a crawl with them downloads (without them,
+    it said /ai/x and /late would be downloaded)."""
+    body = "User-agent: *\nContent-Usage: /ai train-ai=n\n" + "#" * 600_000 + "\nDisallow: /late\n"
+    site = servers.add(rules(body))
+    urls = site.urls(["/ai/x", "/late", "/pub"])
+    options = ("--require-usage", "train-ai", "--max-size", "700000")
+
+    checked = await run_async(check(site.url("/robots.txt"), *urls, *options))
+    crawled = await run_crawl(
+        urls, {"REP9309_REQUIRE_USAGE": ["train-ai"], "REP9309_MAX_SIZE": 700_000}
+    )
+
+    assert checked.returncode == 1, checked.stderr
+    assert verdict(checked.stdout, site.url("/ai/x"))[0] == f"refused     {site.url('/ai/x')}"
+    assert "  refused   train-ai=n (--require-usage)" in checked.stdout
+    assert verdict(checked.stdout, site.url("/late"))[:2] == [
+        f"disallowed  {site.url('/late')}",
+        "rule      Disallow: /late (line 4)",
+    ]
+    assert verdict(checked.stdout, site.url("/pub"))[0] == f"allowed     {site.url('/pub')}"
+    assert crawled.urls == {site.url("/pub")}

@@ -22,7 +22,7 @@ from scrapy.utils.misc import load_object
 
 from scrapy_rep9309.integration.fetch import ROBOTS_REQUEST_META
 from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIZE
-from scrapy_rep9309.rules.usage import CONTENT_SIGNAL_LABELS, VOCABULARY
+from scrapy_rep9309.rules.usage import vocabulary_labels
 from scrapy_rep9309.storage.memory import MemoryStore
 
 MIN_MAX_SIZE = DEFAULT_MAX_SIZE
@@ -434,18 +434,7 @@ def _string_list(value: Any) -> list[str]:
 
 def _labels(value: Any) -> tuple[str, ...]:
     """Labels of the usage vocabulary (any case), each once."""
-    labels = [label.lower() for label in _string_list(value)]
-    for label in labels:
-        if label in VOCABULARY:
-            continue
-        hint = ""
-        if label in CONTENT_SIGNAL_LABELS:
-            mapped = CONTENT_SIGNAL_LABELS[label]
-            hint = f" ({label!r} is a Content-Signal key: its label is {mapped!r})"
-        raise ValueError(
-            f"unknown label {label!r}; the vocabulary's labels are {', '.join(VOCABULARY)}{hint}"
-        )
-    return tuple(dict.fromkeys(labels))
+    return vocabulary_labels(_string_list(value))
 
 
 def _user_agents(value: Any) -> tuple[str, ...]:

@@ -35,6 +35,25 @@ CONTENT_SIGNAL_LABELS = {"ai-train": "train-ai", "search": "search"}
 SIGNAL_YES, SIGNAL_NO = "yes", "no"
 _SIGNAL_VALUES = {SIGNAL_YES: ALLOW, SIGNAL_NO: DISALLOW}
 
+
+def vocabulary_labels(labels: Iterable[str]) -> tuple[str, ...]:
+    """``labels`` read as labels of the vocabulary (any case), each once, in order;
+    ValueError names one that is not (with its label if it is a Content-Signal key).
+    The one rule for ``REP9309_REQUIRE_USAGE`` and ``check --require-usage``."""
+    read = [label.strip().lower() for label in labels if label.strip()]
+    for label in read:
+        if label in VOCABULARY:
+            continue
+        hint = ""
+        if label in CONTENT_SIGNAL_LABELS:
+            mapped = CONTENT_SIGNAL_LABELS[label]
+            hint = f" ({label!r} is a Content-Signal key: its label is {mapped!r})"
+        raise ValueError(
+            f"unknown label {label!r}; the vocabulary's labels are {', '.join(VOCABULARY)}{hint}"
+        )
+    return tuple(dict.fromkeys(read))
+
+
 _BLANK = re.compile(rb"[ \t]")
 _SIGNAL_KEY = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 

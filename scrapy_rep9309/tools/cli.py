@@ -2,7 +2,8 @@
 
 Works without a Scrapy project: ROBOTS is a local file or an http(s) URL
 (fetched with urllib, with the middleware's status, redirect and size rules).
-Exit status: 0 all allowed, 1 any disallowed, 2 bad input (one-line error).
+Exit status: 0 all downloaded by a crawl, 1 any disallowed (or refused by a required
+usage label), 2 bad input (one-line error).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from scrapy_rep9309.policy.fetchresult import DEFAULT_MAX_SIZE
 from scrapy_rep9309.policy.origin import Origin
 from scrapy_rep9309.policy.record import AVAILABLE
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
+from scrapy_rep9309.rules.usage import vocabulary_labels
 from scrapy_rep9309.tools.explain import (
     Verdict,
     as_sent,
@@ -93,6 +95,24 @@ def build_parser() -> argparse.ArgumentParser:
         "token (Google-Extended), as REP9309_EXTRA_USER_AGENTS does; repeatable",
     )
     check.add_argument(
+        "--require-usage",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        dest="require_usage",
+        help="a usage label (train-ai, search) the crawl needs: a URL whose preferences "
+        "refuse it is reported as not downloaded (exit status 1), as REP9309_REQUIRE_USAGE "
+        "does; repeatable",
+    )
+    check.add_argument(
+        "--max-size",
+        type=int,
+        default=DEFAULT_MAX_SIZE,
+        metavar="BYTES",
+        help=f"octets of robots.txt read and parsed, as REP9309_MAX_SIZE (default and "
+        f"least: {DEFAULT_MAX_SIZE}, RFC 9309's 500 KiB)",
+    )
+    check.add_argument(
         "--timeout",
         type=float,
         default=30.0,
@@ -106,7 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run_check(
-            args.robots, args.urls, args.user_agent, args.timeout, args.extra_user_agents
+            args.robots,
+            args.urls,
+            args.user_agent,
+            args.timeout,
+            args.extra_user_agents,
+            required=args.require_usage,
+            max_size=args.max_size,
         )
     except BadInput as exc:
         print(f"python -m scrapy_rep9309 check: error: {exc}", file=sys.stderr)
@@ -119,6 +145,9 @@ def run_check(
     user_agent: str,
     timeout: float,
     extra_user_agents: Sequence[str] = (),
+    *,
+    required: Sequence[str] = (),
+    max_size: int = DEFAULT_MAX_SIZE,
 ) -> int:
     """Print the report for ``urls`` and return the exit status."""
     urls = [as_sent(url) for url in urls]  # the origin and the verdict of what is sent
@@ -133,17 +162,26 @@ def run_check(
         raise BadInput("--extra-user-agent must not be empty")
     if not (math.isfinite(timeout) and timeout > 0):  # nan, inf: no timeout a socket takes
         raise BadInput("--timeout must be a finite number greater than 0")
+    try:
+        required = vocabulary_labels(required)
+    except ValueError as exc:
+        raise BadInput(f"--require-usage: {exc}") from None
+    if max_size < DEFAULT_MAX_SIZE:
+        raise BadInput(f"--max-size must be at least {DEFAULT_MAX_SIZE} (RFC 9309's 500 KiB)")
     if remote:
-        result = fetch_robots(robots, user_agent=user_agent, timeout=timeout, progress=_progress)
+        result = fetch_robots(
+            robots, user_agent=user_agent, timeout=timeout, max_size=max_size, progress=_progress
+        )
         header = describe_fetch(robots, result)
         outcome, body = result.outcome, result.body
     else:
         body = _read_file(robots)
-        header = describe_file(robots, len(body), len(body) > DEFAULT_MAX_SIZE)
+        header = describe_file(robots, len(body), len(body) > max_size)
         outcome = AVAILABLE
-    rules = RobotsTxt.parse(body) if outcome == AVAILABLE else None
+    rules = RobotsTxt.parse(body, max_size) if outcome == AVAILABLE else None
     verdicts: list[Verdict] = [
-        judge(url, user_agent, outcome, rules, extra_user_agents) for url in urls
+        judge(url, user_agent, outcome, rules, extra_user_agents, required, "--require-usage")
+        for url in urls
     ]
     print("\n".join([*header, *describe_licenses(rules)]))
     print(describe_user_agent(user_agent, rules, extra_user_agents))

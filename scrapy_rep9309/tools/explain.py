@@ -43,6 +43,8 @@ class Verdict:
     forbidden_for: str | None = None
     #: The required labels its preferences refuse (``train-ai=n``): the crawl skips it.
     refused: str | None = None
+    #: Where the required labels came from, named after ``refused``.
+    required_by: str = "REP9309_REQUIRE_USAGE"
 
     @property
     def fetched(self) -> bool:
@@ -56,7 +58,7 @@ class Verdict:
             lines.append(f"  token     {self.forbidden_for} (its group forbids the URL)")
         lines += [f"  usage     {entry}" for entry in self.usage]
         if self.refused is not None:
-            lines.append(f"  refused   {self.refused} (REP9309_REQUIRE_USAGE)")
+            lines.append(f"  refused   {self.refused} ({self.required_by})")
         return lines
 
 
@@ -84,6 +86,7 @@ def judge(
     rules: RobotsTxt | None,
     extra_user_agents: Sequence[str] = (),
     required: Sequence[str] = (),
+    required_by: str = "REP9309_REQUIRE_USAGE",
 ) -> Verdict:
     """Decide ``url`` (read by the caller with ``as_sent``, which also gave its origin)
     with the middleware's own decision, and say why in words."""
@@ -106,7 +109,7 @@ def judge(
     forbidden_for = decision.forbidden_for if extra_user_agents and not verdict.allowed else None
     refused = ", ".join(f"{p.label}={p.value}" for p in verdict.refused) or None
     usage = describe_usage(verdict.usage)
-    return Verdict(url, decision.allowed, rule, group, usage, forbidden_for, refused)
+    return Verdict(url, decision.allowed, rule, group, usage, forbidden_for, refused, required_by)
 
 
 def describe_usage(preferences: tuple[Preference, ...]) -> tuple[str, ...]:
