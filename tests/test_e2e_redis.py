@@ -23,8 +23,10 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy_redis.connection import get_redis_from_settings
 from twisted.internet import reactor
 
+import scrapy_rep9309
 from scrapy_rep9309.integration.jobdir import read_state
 from scrapy_rep9309.integration.settings import RedisStoreSettings, SettingsError
+from scrapy_rep9309.policy.record import AVAILABLE, OriginRecord
 from scrapy_rep9309.storage.redisstore import RedisOriginStore
 from tests._readme import undocumented_stats
 from tests._redis import RedisServer
@@ -682,6 +684,55 @@ async def test_a_resumed_process_with_nothing_else_to_crawl_takes_over_what_it_l
     assert resumed.urls == {site.url("/a")}
     assert resumed.forbidden_urls == {site.url("/private/b")}
     assert not redis_server.client().keys("rep9309:held:*")
+
+
+class _TrackedRedisStore(scrapy_rep9309.RedisStore):
+    """The Redis store, kept where a test can reach the running crawl's."""
+
+    opened: list[RedisOriginStore] = []
+
+    async def open(self, *args: Any, **kwargs: Any) -> None:
+        await super().open(*args, **kwargs)
+        type(self).opened.append(self)
+
+
+@deferred_f_from_coro_f
+async def test_a_change_published_while_the_subscription_was_lost_is_read_after_it(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    """A peer stores a newer copy (Disallow: /) while this process's subscription is
+    down, so the publication is lost; redis-py reconnects and subscribes again. This
+    process went on deciding by its older copy (Allow: /, fresh for a day) and
+    downloaded /b, which the newest copy forbids (found by a second reviewer). Each
+    subscription after the first reads every record in use again."""
+    site = servers.add(rules("User-agent: *\nAllow: /\n"))
+    _TrackedRedisStore.opened = []
+
+    async def a_peer_stores_unheard() -> None:
+        store = _TrackedRedisStore.opened[-1]
+        key = site.base
+        stored = await store.load(key)
+        assert stored is not None
+        old = stored.record
+        newer = OriginRecord(
+            AVAILABLE, 200, b"User-agent: *\nDisallow: /\n", old.fetched_at, old.expires_at
+        )
+        # Saved through this process's own store: its publication names this process,
+        # which ignores it, as if it had been lost.
+        assert await store.save(key, newer, stored.version) is not None
+        redis_server.client().client_kill_filter(_type="pubsub")
+
+    THEN_ACTIONS["peer-unheard"] = lambda: asyncio.ensure_future(a_peer_stores_unheard())
+    first = Request(site.url("/a"), meta={THEN_META: "peer-unheard"})
+    store = f"{__name__}.{_TrackedRedisStore.__name__}"
+    settings = {**_redis(redis_server), "REP9309_STORE": store}
+
+    result = await run_crawl([first, Wait(2.5), site.url("/b")], settings)
+
+    assert result.urls == {site.url("/a")}
+    assert result.forbidden_urls == {site.url("/b")}
+    assert [entry.path for entry in site.page_requests] == ["/a"]
+    assert any("was lost for a while" in line for line in result.messages(logging.INFO))
 
 
 @deferred_f_from_coro_f

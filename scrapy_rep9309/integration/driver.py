@@ -46,7 +46,7 @@ from scrapy_rep9309.policy.machine import (
 from scrapy_rep9309.policy.origin import Origin
 from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE, OriginRecord
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
-from scrapy_rep9309.storage.base import HeldRequest, UnencodableRequest
+from scrapy_rep9309.storage.base import EVERY_RECORD, HeldRequest, UnencodableRequest
 from scrapy_rep9309.storage.lru import LRUCache
 
 if TYPE_CHECKING:
@@ -320,7 +320,12 @@ class OriginDriver:
 
     def changed_elsewhere(self, key: str) -> None:
         """Another process stored a record for ``key``: adopt it if the origin is cached
-        (an origin that is not will load it when a request asks)."""
+        (an origin that is not will load it when a request asks). EVERY_RECORD: the
+        store may have missed changes; every cached origin's record is read again."""
+        if key == EVERY_RECORD:
+            for origin, machine in list(self.machines.items()):
+                self._spawn(self._reload(origin, machine))
+            return
         origin = Origin.from_url(key)
         machine = None if origin is None else self.machines.get(origin)
         if origin is not None and machine is not None:

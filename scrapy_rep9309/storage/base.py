@@ -71,8 +71,11 @@ class RequestCodec(Protocol):
     def decode(self, data: bytes) -> Any: ...
 
 
-#: Called with the key of a record someone else changed.
+#: Called with the key of a record someone else changed, or with EVERY_RECORD.
 ChangeCallback = Callable[[str], None]
+#: The key a store passes to its ChangeCallback when it may have missed changes (its
+#: subscription to them was lost for a while): every record in use is read again.
+EVERY_RECORD = ""
 
 
 class OriginStore(Protocol):

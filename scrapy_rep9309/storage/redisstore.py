@@ -51,6 +51,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from redis import asyncio as aioredis
+from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisError, ResponseError
@@ -61,6 +62,7 @@ from scrapy_rep9309.policy.record import (
     RecordTiming,
 )
 from scrapy_rep9309.storage.base import (
+    EVERY_RECORD,
     ChangeCallback,
     HeldRequest,
     RequestCodec,
@@ -523,14 +525,24 @@ class RedisOriginStore:
             self._unwritten.difference_update(waiting[start : start + HOLD_BATCH])
 
     async def _listen(self) -> None:
-        """Tell the driver about records other processes stored (within a second)."""
+        """Tell the driver about records other processes stored (within a second).
+
+        What is published while the subscription is down is lost, so each subscription
+        after the first (made here after an error, or by redis-py when it reconnects)
+        tells the driver to read every record it uses again (``EVERY_RECORD``): a
+        process must not go on deciding by a copy a peer replaced meanwhile."""
         channel = self._key("changes")
+        subscribed_before = False
         while not self._closing:
             redis = self._redis
             assert redis is not None
-            pubsub = redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = _Subscription(redis.connection_pool, ignore_subscribe_messages=True)
+            pubsub.on_lost_changes = self._missed_changes
             try:
                 await pubsub.subscribe(channel)
+                if subscribed_before:
+                    self._missed_changes()
+                subscribed_before = True
                 while not self._closing:
                     message = await pubsub.get_message(timeout=1.0)
                     if message is not None:
@@ -543,6 +555,14 @@ class RedisOriginStore:
                     await pubsub.aclose()
                 except (RedisError, OSError):
                     pass
+
+    def _missed_changes(self) -> None:
+        logger.info(
+            "The subscription to robots.txt changes at %s was lost for a while: every "
+            "record in use is read again",
+            redact(self.url),
+        )
+        self._on_change(EVERY_RECORD)
 
     def _changed(self, data: bytes) -> None:
         owner, _, key = data.decode("utf-8", "replace").partition(" ")
@@ -1128,6 +1148,18 @@ class _Withdrawn(StoreUnavailable):
 
 class _GenerationLost(StoreUnavailable):
     """Redis lost its data since we last wrote held requests (or we never wrote any)."""
+
+
+class _Subscription(PubSub):
+    """redis-py's subscription, saying when it reconnected: redis-py subscribes again on
+    its own, and what was published while it was down is lost."""
+
+    on_lost_changes: Callable[[], None] | None = None
+
+    async def on_connect(self, connection: Any) -> None:
+        await super().on_connect(connection)
+        if self.channels and self.on_lost_changes is not None:  # subscribed before
+            self.on_lost_changes()
 
 
 def redact(url: str) -> str:
