@@ -9,6 +9,7 @@ the driver waited for the store before it could release, expire or drop a reques
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -21,7 +22,15 @@ from twisted.internet.task import deferLater
 from scrapy_rep9309.policy.record import AVAILABLE, OriginRecord
 from scrapy_rep9309.storage.base import HeldRequest, StoreUnavailable
 from scrapy_rep9309.storage.memory import MemoryStore
-from tests.crawl import CrawlResult, run_crawl
+from tests.crawl import (
+    OURS_ENABLED,
+    CrawlResult,
+    Wait,
+    crawl_settings,
+    make_crawler,
+    run_crawl,
+    start_crawl,
+)
 from tests.servers import Reply, ServerPool, rules
 
 PRIVATE = "User-agent: *\nDisallow: /private\n"
@@ -271,3 +280,44 @@ async def test_an_older_record_stored_first_by_someone_else_is_written_over(
     stored = await OlderPeerWritesFirst.last.load(site.base)  # type: ignore[union-attr]
     assert stored is not None and stored.record.body == PRIVATE.encode()
     assert adds_up(result)
+
+
+class AdoptsAfterTheClose(MemoryStore):
+    """A fleet's store whose first look for orphaned requests answers only after the
+    spider closed, taking one over (as Redis does when it answers late)."""
+
+    shared = True
+    keeps_held_requests = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._looked = False
+
+    async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
+        if self._looked:
+            return []
+        self._looked = True
+        await asyncio.sleep(1.0)
+        orphan = Request("http://127.0.0.9:9/orphan")
+        return [("http://127.0.0.9:9", HeldRequest("orphan", time.time() + 60, orphan))]
+
+
+@deferred_f_from_coro_f
+async def test_requests_taken_over_after_the_close_are_left_to_the_fleet(
+    servers: ServerPool,
+) -> None:
+    """They were held by a closed origin machine, which ignores requests: never ended,
+    nor counted as left (found by a second reviewer driving the machine at random).
+    Counted as taken over and left, they stay in the store for the fleet."""
+    site = servers.add(rules(PRIVATE))
+    settings = crawl_settings(
+        OURS_ENABLED, {"REP9309_STORE": store(AdoptsAfterTheClose), "CLOSESPIDER_TIMEOUT": 0.3}
+    )
+    crawler = make_crawler(settings)
+
+    await start_crawl(crawler, plan=[Wait(3.0), site.url("/a")], result=CrawlResult(0.0))
+    await asyncio.sleep(1.5)
+
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    assert stats.get("robotstxt/fleet/adopted") == stats.get("robotstxt/fleet/left") == 1

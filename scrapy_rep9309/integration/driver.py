@@ -386,6 +386,12 @@ class OriginDriver:
         adopted: list[tuple[str, HeldRequest]] = []
         try:
             adopted = await self.store.adopt_orphans()
+            if adopted and self._closed:
+                # Answered after the close: they stay in the store, left to the fleet
+                # again (the close ended this process's share of them already).
+                self.stats.inc_value(ADOPTED_STAT, len(adopted))
+                self.stats.inc_value(LEFT_STAT, len(adopted))
+                return
             now = time.time()
             for key, held in adopted:
                 origin = Origin.from_url(key)
