@@ -259,6 +259,24 @@ async def test_a_lease_taken_for_a_fetch_that_never_starts_goes_back_at_close(
     assert not redis_server.client().keys("rep9309:lease:*"), "every lease was released"
 
 
+@deferred_f_from_coro_f
+async def test_a_lease_whose_answer_comes_during_the_close_goes_back_once_saved(
+    servers: ServerPool, redis_server: RedisServer
+) -> None:
+    """The robots.txt answers at 3 s, while the spider closes (from 1 s: the engine waits
+    for the download). The answer is saved, then its lease given back: that release ran
+    after the store had closed, and the lease stayed for its time to live (found by a
+    second reviewer)."""
+    site = servers.add(rules(PRIVATE, delay=3.0))
+    settings = {"CLOSESPIDER_TIMEOUT": 1, "DOWNLOAD_TIMEOUT": 30}
+
+    await run_crawl(site.urls(["/a", "/private/b"]), _redis(redis_server, **settings))
+
+    client = redis_server.client()
+    assert client.exists(f"rep9309:record:{site.base}")
+    assert not client.keys("rep9309:lease:*"), "every lease was released"
+
+
 @pytest.mark.parametrize("outcome", ["answered", "expired"])
 @deferred_f_from_coro_f
 async def test_held_requests_redis_cannot_store_end_in_their_process(

@@ -431,6 +431,7 @@ def test_url_forms_accepted_by_allowed() -> None:
         (b"-1", None),
         (b"nan", None),
         (b"inf", None),
+        (b"9" * 400, None),  # float() makes it inf
     ],
 )
 def test_crawl_delay_value(value: bytes, delay: float | None) -> None:

@@ -347,3 +347,28 @@ def test_a_file_of_cr_line_ends_reads_in_time_linear_in_its_lines(
         return lambda: read(RobotsTxt.parse(line * lines))
 
     assert grows_linearly(run_with, 500_000 // len(line))
+
+
+RECORD_PIECES = [
+    b"User-agent", b"user-AGENT", b"useragent", b"Allow", b"disallow", b"Disallowed",
+    b"Crawl-delay", b"crawldelay", b"Sitemap", b"Content-Usage", b"Content-Signal", b"x-key",
+    b":", b": ", b"#", b" # c", b"/a", b"*", b"$", b" ", b"\t", b"\x0b", b"5", b"\xff",
+]  # fmt: skip
+record_lines = st.lists(
+    st.lists(st.sampled_from(RECORD_PIECES), max_size=6).map(b"".join), max_size=12
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(record_lines)
+def test_the_groups_rule_collector_files_what_the_tokenizer_reads(lines: list[bytes]) -> None:
+    """``groups._collect`` inlines the tokenizer's fast path (one loop, no call per line):
+    it must file exactly the rules and crawl-delays ``tokenize_lines`` reads."""
+    from scrapy_rep9309.rules.groups import _collect, _RuleCollector
+    from scrapy_rep9309.rules.parser import tokenize_lines
+
+    inlined: tuple[dict[int, bytes], ...] = ({}, {}, {})
+    _collect(lines, 7, *inlined)
+    tokenized: tuple[dict[int, bytes], ...] = ({}, {}, {})
+    tokenize_lines(lines, _RuleCollector(*tokenized), 7)
+    assert inlined == tokenized

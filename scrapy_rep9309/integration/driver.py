@@ -139,6 +139,9 @@ class OriginDriver:
         self._writes_in_flight: set[Hashable] = set()
         #: The last store call queued per origin: holds and takes reach it in order.
         self._chains: dict[Origin, Deferred[Any]] = {}
+        #: Store calls the machines asked for (loads, leases, saves) still running: an
+        #: answer saved during the close gives its lease back only once saved.
+        self._machine_calls: set[Deferred[Any]] = set()
         #: Requests waiting inside ``process_request`` (never scheduled), by token.
         self._waiters: dict[Hashable, Deferred[bool]] = {}
         #: The request that lends each origin's next fetch its proxy and User-Agent.
@@ -612,10 +615,10 @@ class OriginDriver:
         """Fleet, at close: let the queued store calls finish (a few seconds at most), so
         that what is left in the store and what is left to this process do not overlap;
         whether they did (else the store is down or stalled)."""
-        for chain in list(self._chains.values()):
-            if chain.called:
+        for call in [*self._chains.values(), *self._machine_calls]:
+            if call.called:
                 continue
-            if not await _at_most(chain, CLOSE_STORE_TIMEOUT):
+            if not await _at_most(call, CLOSE_STORE_TIMEOUT):
                 return False  # the store is down: what it has not confirmed stays ours
         return True
 
@@ -717,7 +720,10 @@ class OriginDriver:
         without waiting (after the other effects of the same step, as a task would),
         else as a task of its own."""
         if not self._answers_at_once:
-            self._spawn(call)
+            running = self._spawn(call)
+            if not running.called:
+                self._machine_calls.add(running)
+                running.addBoth(_forget_call, self._machine_calls, running)
             return
         try:
             rest = atonce.start(call)
@@ -1340,6 +1346,11 @@ def _reactor() -> Any:
     from twisted.internet import reactor
 
     return reactor
+
+
+def _forget_call(result: Any, running: set[Deferred[Any]], call: Deferred[Any]) -> Any:
+    running.discard(call)
+    return result
 
 
 def _fire(waiter: Deferred[Any], value: Any) -> None:

@@ -14,6 +14,7 @@ asked for, by the reference tokenizer of :mod:`~scrapy_rep9309.rules.parser`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -79,7 +80,10 @@ _DELAY = re.compile(rb"[ \t]*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t]*")
 
 def _parse_delay(value: bytes) -> float | None:
     valid = _DELAY.fullmatch(value)
-    return None if valid is None else float(valid.group(1))
+    if valid is None:
+        return None
+    delay = float(valid.group(1))
+    return delay if math.isfinite(delay) else None  # 400 nines are no number of seconds
 
 
 def _names(agent: bytes, token: str) -> bool:
