@@ -46,7 +46,12 @@ from scrapy_rep9309.policy.machine import (
 from scrapy_rep9309.policy.origin import Origin
 from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE, OriginRecord
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
-from scrapy_rep9309.storage.base import EVERY_RECORD, HeldRequest, UnencodableRequest
+from scrapy_rep9309.storage.base import (
+    EVERY_RECORD,
+    HeldRequest,
+    HoldWithdrawn,
+    UnencodableRequest,
+)
 from scrapy_rep9309.storage.lru import LRUCache
 
 if TYPE_CHECKING:
@@ -552,8 +557,6 @@ class OriginDriver:
                     self._drop(origin, action)
                 elif action.effect is Effect.RELEASE_LEASE:
                     leased.append(origin)
-        if leased and store_answers:
-            await self._give_back_leases(leased)
         for token, (origin, held) in list(self._held.items()):
             if token in self._stored:
                 # Fleet: released or expired, but the store call taking it out of the
@@ -566,6 +569,8 @@ class OriginDriver:
             logger.error("Held request %s had no origin machine at close", held.request)
             self._undelivered.append(Leftover(origin, held.request, held.deadline))
         self._held.clear()
+        if leased and store_answers:
+            await self._give_back_leases(leased)
         for waiter in list(self._waiters.values()):
             _fire(waiter, None)
         self._waiters.clear()
@@ -653,7 +658,7 @@ class OriginDriver:
         request then ends in this process)."""
         try:
             await self.store.hold(str(origin), held)
-        except UnencodableRequest:
+        except (UnencodableRequest, HoldWithdrawn):
             return False
         except Exception:
             logger.exception("Could not leave %s to the fleet; it ends here", held.request)
@@ -1223,6 +1228,8 @@ class OriginDriver:
         self._writes_in_flight.add(held.token)
         try:
             await self.store.hold(str(origin), held)
+        except HoldWithdrawn:
+            return  # given up unsent at close: this process ends it
         except UnencodableRequest as exc:
             # Kept in this process only (not ``_stored``): released, expired or closed
             # from memory; no other process can take it over.

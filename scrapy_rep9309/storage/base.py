@@ -40,6 +40,11 @@ class StoreUnavailable(ConnectionError):
     """The store cannot be reached now (the call may succeed if tried again later)."""
 
 
+class HoldWithdrawn(Exception):
+    """``hold`` gave the write up before sending it (``withdraw_unwritten`` at close):
+    nothing was written, and nothing will be. Not an outage: trying again is wrong."""
+
+
 class UnencodableRequest(ValueError):
     """``hold`` cannot write this request: its codec cannot serialise it (a callback that
     is not a spider method, a meta value that cannot be pickled). The caller keeps it

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import json
 import logging
 import math
@@ -65,6 +66,7 @@ from scrapy_rep9309.storage.base import (
     EVERY_RECORD,
     ChangeCallback,
     HeldRequest,
+    HoldWithdrawn,
     RequestCodec,
     StoredRecord,
     StoreUnavailable,
@@ -85,6 +87,14 @@ FAILURE_LIMIT = 1000
 HEARTBEAT_INTERVAL = 1.0
 #: Seconds after its last heartbeat a process counts as gone.
 ALIVE_TTL = 5.0
+#: Whether the pool's ``get_connection`` wants a command name (redis-py before 5.3; later
+#: versions warn when one is given).
+_GET_CONNECTION_NEEDS_NAME = (
+    inspect.signature(aioredis.BlockingConnectionPool.get_connection)
+    .parameters["command_name"]
+    .default
+    is inspect.Parameter.empty
+)
 #: Seconds a receipt of taken requests is kept for a repeated call.
 RECEIPT_TTL = 60.0
 #: Orphaned requests adopted per call at most (the script runs inside Redis).
@@ -374,6 +384,9 @@ class RedisOriginStore:
         self._live: dict[str, Any] = {}
         #: Entries being written by ``hold`` right now (a take-all leaves them alone).
         self._inflight: set[tuple[str, str]] = set()
+        #: Held requests whose write has not left this process yet (a connection for it
+        #: is being made): ``withdraw_unwritten`` may still give them up for sure.
+        self._unsent: set[tuple[str, str]] = set()
         #: Requests being held right now, written together by ``_write_batches``.
         self._batch: list[tuple[str, str, bytes, asyncio.Future[None]]] = []
         self._batch_writer: asyncio.Future[None] | None = None
@@ -521,7 +534,10 @@ class RedisOriginStore:
                 if entry in self._mine.get(key, {})
             ]
             if batch:
-                await self._write_held(batch)
+                try:
+                    await self._write_held(batch)
+                except HoldWithdrawn:
+                    return  # the spider is closing: what waits here is its own to end
             self._unwritten.difference_update(waiting[start : start + HOLD_BATCH])
 
     async def _listen(self) -> None:
@@ -555,6 +571,28 @@ class RedisOriginStore:
                     await pubsub.aclose()
                 except (RedisError, OSError):
                     pass
+
+    async def _eval_when_connected(
+        self, script: str, keys: list[str], args: list[Any], entries: list[tuple[str, str]]
+    ) -> Any:
+        """EVAL ``script`` once a connection is ready, unless ``entries`` were withdrawn
+        meanwhile (then nothing is sent: HoldWithdrawn)."""
+        assert self._redis is not None
+        pool = self._redis.connection_pool
+        connection = await (
+            pool.get_connection("EVAL") if _GET_CONNECTION_NEEDS_NAME else pool.get_connection()
+        )
+        try:
+            if any(entry not in self._unsent for entry in entries):
+                raise HoldWithdrawn("withdrawn before it was sent")
+            self._unsent.difference_update(entries)  # from here on, it may be carried out
+            await connection.send_command("EVAL", script, len(keys), *keys, *args)
+            return await connection.read_response()
+        except BaseException:
+            await connection.disconnect()
+            raise
+        finally:
+            await pool.release(connection)
 
     def _missed_changes(self) -> None:
         logger.info(
@@ -844,7 +882,7 @@ class RedisOriginStore:
             self._batch_writer = asyncio.ensure_future(self._write_batches())
         try:
             await written
-        except _Withdrawn:
+        except HoldWithdrawn:
             raise  # never sent, and never will be (``withdraw_unwritten``)
         except StoreUnavailable as exc:
             logger.debug("Holding %s in this process until Redis answers: %s", entry, exc)
@@ -856,14 +894,18 @@ class RedisOriginStore:
         """Give up the held requests still waiting in this process for Redis to answer
         (it was down): they will not be written, and their tokens are returned for the
         caller to decide them itself. At close, so that none is counted as left to the
-        fleet while no peer can see it. Writes still queued (behind one Redis has not
-        answered) are given up too: never sent, they never will be. A write sent and not
+        fleet while no peer can see it. Writes not sent yet are given up too (still
+        queued behind one Redis has not answered, or waiting for a connection, which
+        Redis does not answer): never sent, they never will be. A write sent and not
         answered is not: Redis may still carry it out."""
         queued, self._batch = self._batch, []
         for key, entry, _, written in queued:
             self._unwritten.add((key, entry))
             if not written.done():
-                written.set_exception(_Withdrawn("withdrawn before it was sent"))
+                written.set_exception(HoldWithdrawn("withdrawn before it was sent"))
+        # Their writer sees them gone once it has a connection, and sends nothing.
+        self._unwritten.update(self._unsent)
+        self._unsent.clear()
         tokens = []
         for key, entry in sorted(self._unwritten, key=lambda item: _order(item[1])):
             mine = self._mine.get(key, {})
@@ -895,17 +937,35 @@ class RedisOriginStore:
             self._batch_writer = None
 
     async def _write_held(self, batch: list[tuple[str, str, bytes]]) -> None:
-        """Write (origin key, entry id, value) triples in one script call."""
-        cleared = await self._script(
-            "hold",
-            [
+        """Write (origin key, entry id, value) triples in one script call.
+
+        Sent on a connection taken (and connected) first, so that this process knows
+        whether the write left it: until it did, ``withdraw_unwritten`` can give it up
+        for sure. (A connection opened while Redis is stalled waits for Redis's answer
+        to its set-up commands; the write itself would never be sent, yet looked sent.)"""
+        entries = [(key, entry) for key, entry, _ in batch]
+        self._unsent.update(entries)
+        generation = self._generation
+        try:
+            if generation is None:
+                raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
+            keys = [
                 self._key("generation"),
                 self._key("holders"),
                 self._key("holding", self.me),
                 self._key("seq"),
-            ],
-            [self.prefix, self.me, *(part for triple in batch for part in triple)],
-        )
+            ]
+            args = [
+                generation,
+                self.prefix,
+                self.me,
+                *(part for triple in batch for part in triple),
+            ]
+            cleared = await self._call(
+                lambda: self._eval_when_connected(_HOLD, keys, args, entries)
+            )
+        finally:
+            self._unsent.difference_update(entries)
         for key in cleared:
             self._foreign_held_key_deleted(key.decode())
 
@@ -1140,10 +1200,6 @@ def decode_record(data: bytes) -> OriginRecord:
 class _WrongType(Exception):
     """Redis refused a command: one of its keys holds another type than this store
     writes there. Not an outage (retrying cannot help): ``_reading`` deletes the key."""
-
-
-class _Withdrawn(StoreUnavailable):
-    """A hold given up before it was sent (``withdraw_unwritten``): nothing was written."""
 
 
 class _GenerationLost(StoreUnavailable):
