@@ -111,9 +111,16 @@ def test_the_redis_store_without_the_redis_client_says_what_to_install(
     user, was told the setting was invalid)."""
     import sys
 
+    import scrapy_rep9309
+    from scrapy_rep9309 import integration, storage
+
     monkeypatch.setitem(sys.modules, "redis", None)  # "import redis" fails
+    # As in a process that never imported them (the lazy export keeps what it loaded).
     monkeypatch.delitem(sys.modules, "scrapy_rep9309.storage.redisstore", raising=False)
     monkeypatch.delitem(sys.modules, "scrapy_rep9309.integration.fleet", raising=False)
+    monkeypatch.delattr(scrapy_rep9309, "RedisStore", raising=False)
+    monkeypatch.delattr(storage, "redisstore", raising=False)
+    monkeypatch.delattr(integration, "fleet", raising=False)
     with pytest.raises(SettingsError, match="REP9309_STORE") as raised:
         _read(REP9309_STORE="scrapy_rep9309.RedisStore")
     assert 'pip install "scrapy-rep9309[redis]"' in str(raised.value)
