@@ -598,10 +598,7 @@ class OriginDriver:
             deferred_from_coro(self.store.release_lease(str(origin), self._owner))
             for origin in origins
         ]
-        deadline = time.monotonic() + CLOSE_STORE_TIMEOUT
-        for release in releases:
-            if not release.called:
-                await _at_most(release, max(0.0, deadline - time.monotonic()))
+        await _all_at_most(releases, CLOSE_STORE_TIMEOUT)
 
     def _with_newest_copy(self, leftover: Leftover) -> Leftover:
         if leftover.record is not None:
@@ -640,10 +637,7 @@ class OriginDriver:
             held = HeldRequest(next(self._tokens), leftover.deadline, leftover.request)
             write = deferred_from_coro(self._hold_for_the_fleet(leftover.origin, held))
             writes[held.token] = (leftover, write)
-        deadline = time.monotonic() + CLOSE_STORE_TIMEOUT
-        for _, write in writes.values():
-            if not write.called:
-                await _at_most(write, max(0.0, deadline - time.monotonic()))
+        await _all_at_most([write for _, write in writes.values()], CLOSE_STORE_TIMEOUT)
         ours = set(await self.store.withdraw_unwritten())
         ours.update(
             token for token, (_, write) in writes.items() if write.called and not write.result
@@ -1363,6 +1357,14 @@ def _forget_call(result: Any, running: set[Deferred[Any]], call: Deferred[Any]) 
 def _fire(waiter: Deferred[Any], value: Any) -> None:
     if not waiter.called:
         waiter.callback(value)
+
+
+async def _all_at_most(deferreds: list[Deferred[Any]], seconds: float) -> None:
+    """Wait for all of ``deferreds`` to fire, ``seconds`` at most in all."""
+    deadline = time.monotonic() + seconds
+    for deferred in deferreds:
+        if not deferred.called:
+            await _at_most(deferred, max(0.0, deadline - time.monotonic()))
 
 
 async def _at_most(deferred: Deferred[Any], seconds: float) -> bool:

@@ -623,12 +623,16 @@ class RedisOriginStore:
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run a script that writes held requests: only within the generation we know."""
-        generation = self._generation
-        if generation is None:
-            raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
+        generation = self._known_generation()
         return await self._call(
             lambda: self._scripts[name](keys=list(keys), args=[generation, *args])
         )
+
+    def _known_generation(self) -> bytes:
+        """The generation held requests are written in; _GenerationLost before we know it."""
+        if self._generation is None:
+            raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
+        return self._generation
 
     async def _pipelined_in_step(
         self, calls: Sequence[tuple[str, Sequence[str], Sequence[Any]]]
@@ -645,9 +649,7 @@ class RedisOriginStore:
     async def _pipelined(
         self, calls: Sequence[tuple[str, Sequence[str], Sequence[Any]]]
     ) -> list[Any]:
-        generation = self._generation
-        if generation is None:
-            raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
+        generation = self._known_generation()
         replies = await asyncio.gather(
             *(self._evalsha(name, keys, [generation, *args]) for name, keys, args in calls),
             return_exceptions=True,
@@ -945,10 +947,8 @@ class RedisOriginStore:
         to its set-up commands; the write itself would never be sent, yet looked sent.)"""
         entries = [(key, entry) for key, entry, _ in batch]
         self._unsent.update(entries)
-        generation = self._generation
         try:
-            if generation is None:
-                raise _GenerationLost(f"Redis at {redact(self.url)} not in step yet")
+            generation = self._known_generation()
             keys = [
                 self._key("generation"),
                 self._key("holders"),
