@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy import Request
-from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy.utils.defer import deferred_f_from_coro_f, maybe_deferred_to_future
 
 from tests.crawl import NO_RANDOM_DELAY, Wait, run_crawl
 from tests.servers import ServerPool, rules
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 PAGES = [f"/page/{n}" for n in range(4)]
 
@@ -114,3 +117,52 @@ async def test_crawl_delay_holds_in_a_slot_shared_with_another_origin(servers: S
     times = sorted(entry.received for entry in a.page_requests)
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert min(gaps) >= 1.2, gaps
+
+
+class DownloadingTwoPagesAtOpenPipeline:
+    """An item pipeline that downloads two pages (``PIPELINE_URLS``) one after the other in
+    its ``open_spider``, which the engine runs before it sends ``spider_opened``."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DownloadingTwoPagesAtOpenPipeline:
+        return cls(crawler)
+
+    async def open_spider(self, spider: object = None) -> None:
+        engine = self.crawler.engine
+        assert engine is not None
+        for url in self.crawler.settings.getlist("PIPELINE_URLS"):
+            request = Request(url, dont_filter=True)
+            download_async = getattr(engine, "download_async", None)
+            if download_async is None:  # Scrapy 2.13
+                await maybe_deferred_to_future(engine.download(request))
+            else:
+                await download_async(request)
+
+    def process_item(self, item: object, spider: object = None) -> object:
+        return item
+
+
+@deferred_f_from_coro_f
+async def test_crawl_delay_spaces_downloads_made_before_spider_opened(
+    servers: ServerPool,
+) -> None:
+    """An item pipeline downloads two pages in its ``open_spider``, before the middleware
+    hears ``spider_opened``: the origin's Crawl-delay keeps them apart like any others
+    (it used to be set up at ``spider_opened``, and they went out back to back)."""
+    site = servers.add(rules("User-agent: *\nCrawl-delay: 1.5\n"))
+    settings = {
+        **NO_RANDOM_DELAY,
+        "REP9309_CRAWL_DELAY": True,
+        "PIPELINE_URLS": site.urls(["/config/0", "/config/1"]),
+        "ITEM_PIPELINES": {f"{__name__}.DownloadingTwoPagesAtOpenPipeline": 100},
+    }
+
+    result = await run_crawl([], settings)
+
+    times = [entry.received for entry in site.page_requests]
+    assert [entry.path for entry in site.page_requests] == ["/config/0", "/config/1"]
+    assert times[1] - times[0] >= 1.2, times
+    assert result.stats.get("robotstxt/forbidden", 0) == 0

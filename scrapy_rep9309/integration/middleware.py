@@ -171,15 +171,6 @@ class RobotsTxtMiddleware:
                 if isinstance(mw, OffsiteMiddleware)
             ]
             install_last_look(engine.downloader, self._last_look, replace=True)
-            if self.settings.crawl_delay:
-                # Held here: the signal manager keeps only a weak reference to receivers.
-                self._crawl_delay_keeper = CrawlDelayKeeper(
-                    engine.downloader, self.settings.cache_size
-                )
-                self.crawler.signals.connect(
-                    self._crawl_delay_keeper.response_downloaded,
-                    signal=signals.response_downloaded,
-                )
         self._codec = RequestCodec(spider)
         await self._patient_store.open(self._codec, self._changed_elsewhere)
         if self._jobdir:
@@ -676,13 +667,28 @@ class RobotsTxtMiddleware:
         meta = request.meta
         meta[DECIDED_META] = record.fetched_at
         meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
-        keeper = self._crawl_delay_keeper
-        if keeper is not None and rules is not None:
+        if rules is not None and self.settings.crawl_delay:
             delay = rules.crawl_delay(user_agent)
             if delay:
-                keeper.raise_for(
-                    request, min(delay, self.settings.crawl_delay_max), self.crawler.spider
-                )
+                keeper = self._crawl_delay_keeper or self._start_keeping_crawl_delays()
+                if keeper is not None:
+                    keeper.raise_for(
+                        request, min(delay, self.settings.crawl_delay_max), self.crawler.spider
+                    )
+
+    def _start_keeping_crawl_delays(self) -> CrawlDelayKeeper | None:
+        """REP9309_CRAWL_DELAY's keeper, made for the first request an origin's Crawl-delay
+        applies to: that may come before ``spider_opened`` (an item pipeline downloading in
+        its ``open_spider``), once the engine and its downloader exist."""
+        engine = self.crawler.engine
+        if engine is None:
+            return None
+        # Held here: the signal manager keeps only a weak reference to receivers.
+        self._crawl_delay_keeper = CrawlDelayKeeper(engine.downloader, self.settings.cache_size)
+        self.crawler.signals.connect(
+            self._crawl_delay_keeper.response_downloaded, signal=signals.response_downloaded
+        )
+        return self._crawl_delay_keeper
 
     def _refuse(
         self,
