@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotSupported
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
@@ -328,4 +329,30 @@ async def test_robots_txt_refused_by_the_http_cache_allows_the_cached_pages(
     ]
     assert len(warnings) == 1, warnings
     assert site.base in warnings[0] and "IgnoreRequest" in warnings[0]
+    assert undocumented_stats(set(result.stats)) == set()
+
+
+@deferred_f_from_coro_f
+async def test_robots_txt_no_download_handler_takes_fails_the_pages_at_once(
+    servers: ServerPool,
+) -> None:
+    """No download handler for the scheme (``DOWNLOAD_HANDLERS = {"http": None}``): the
+    robots.txt request fails with NotSupported before it leaves, a local refusal like an
+    IgnoreRequest. The pages then fail the same way in the downloader, as with the
+    built-in, instead of being held for REP9309_DEFER_TIMEOUT behind retries (found by a
+    second reviewer: an hour by default, ended with "still unknown")."""
+    site = servers.add(rules(ALLOW_ALL))
+    pages = site.urls(["/a", "/b"])
+    settings = {"DOWNLOAD_HANDLERS": {"http": None}, "REP9309_DEFER_TIMEOUT": 3600}
+
+    result = await run_crawl(pages, settings)
+    builtin = await run_crawl(pages, settings, enable=BUILTIN_ENABLED)
+
+    assert site.log == []
+    for crawl in (result, builtin):
+        assert sorted(failed.url for failed in crawl.failures) == pages
+        assert all(isinstance(failed.exception, NotSupported) for failed in crawl.failures)
+    assert result.stat("robotstxt/request_count") == 1
+    assert result.stat("robotstxt/ignored") == 1
+    assert result.stat("robotstxt/unreachable") == 0
     assert undocumented_stats(set(result.stats)) == set()

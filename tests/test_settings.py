@@ -114,13 +114,14 @@ def test_the_redis_store_without_the_redis_client_says_what_to_install(
     import scrapy_rep9309
     from scrapy_rep9309 import integration, storage
 
-    monkeypatch.setitem(sys.modules, "redis", None)  # "import redis" fails
     # As in a process that never imported them (the lazy export keeps what it loaded).
-    monkeypatch.delitem(sys.modules, "scrapy_rep9309.storage.redisstore", raising=False)
-    monkeypatch.delitem(sys.modules, "scrapy_rep9309.integration.fleet", raising=False)
+    # First: deleting the lazy export reads it, which imports them (while redis imports).
     monkeypatch.delattr(scrapy_rep9309, "RedisStore", raising=False)
     monkeypatch.delattr(storage, "redisstore", raising=False)
     monkeypatch.delattr(integration, "fleet", raising=False)
+    monkeypatch.delitem(sys.modules, "scrapy_rep9309.storage.redisstore", raising=False)
+    monkeypatch.delitem(sys.modules, "scrapy_rep9309.integration.fleet", raising=False)
+    monkeypatch.setitem(sys.modules, "redis", None)  # "import redis" fails
     with pytest.raises(SettingsError, match="REP9309_STORE") as raised:
         _read(REP9309_STORE="scrapy_rep9309.RedisStore")
     assert 'pip install "scrapy-rep9309[redis]"' in str(raised.value)
@@ -342,3 +343,12 @@ def test_concurrent_fetches_default_to_half_the_downloader(concurrency: Any, fet
 def test_an_explicit_concurrent_fetches_does_not_read_concurrent_requests() -> None:
     settings = _read(CONCURRENT_REQUESTS=0, REP9309_CONCURRENT_FETCHES=4)
     assert settings.concurrent_fetches == 4
+
+
+def test_a_boolean_count_is_refused_as_a_boolean_not_as_seconds() -> None:
+    """REP9309_CONCURRENT_FETCHES counts fetches: the message says what is wrong without
+    calling it a number of seconds (found by a second reviewer)."""
+    with pytest.raises(SettingsError, match="REP9309_CONCURRENT_FETCHES") as raised:
+        _read(REP9309_CONCURRENT_FETCHES=True)
+    assert "boolean" in str(raised.value)
+    assert "seconds" not in str(raised.value)

@@ -72,7 +72,7 @@ EXPIRED_META = "rep9309_expired"
 CONTENT_USAGE_META = "rep9309_content_usage"
 #: How often a request waiting inside ``process_request`` looks whether the spider closes.
 WAIT_POLL_INTERVAL = 1.0
-#: Stat counting robots.txt requests refused by another downloader middleware.
+#: Stat counting robots.txt requests refused before they left (IgnoreRequest, NotSupported).
 IGNORED_STAT = "robotstxt/ignored"
 #: Seconds between two looks for requests held by fleet processes that are gone.
 ORPHAN_SWEEP_INTERVAL = 2.0
@@ -980,8 +980,9 @@ class OriginDriver:
             return
         self._warned_ignored.add(origin)
         logger.warning(
-            "The robots.txt request of %s was refused by another downloader middleware "
-            "(%s): the origin is treated as having no robots.txt (everything allowed), "
+            "The robots.txt request of %s was refused before it left, by another downloader "
+            "middleware or for want of a download handler (%s): the origin is treated as "
+            "having no robots.txt (everything allowed), "
             "as Scrapy's built-in middleware does",
             origin,
             result.error,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.exceptions import IgnoreRequest, NotSupported, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import global_object_name
@@ -273,6 +273,14 @@ async def fetch_robots_txt(
                 error = f"compressed body past {budget.decompressed_limit} bytes decompressed"
                 logger.debug("robots.txt %s unreadable: %s", url, error)
                 return _count(crawler, failed(origin, url, tuple(redirects), error))
+            reason = f"{global_object_name(type(exc))}: {exc}"
+            logger.debug("robots.txt %s refused by the crawl: %s", url, reason)
+            return _count(crawler, refused_locally(origin, url, tuple(redirects), reason))
+        except NotSupported as exc:
+            # No download handler takes the URL (none for its scheme, say): refused
+            # before it left, like an IgnoreRequest. The origin's pages fail the same way
+            # in the downloader, as with Scrapy's built-in middleware, instead of being
+            # held for REP9309_DEFER_TIMEOUT behind retries that cannot succeed.
             reason = f"{global_object_name(type(exc))}: {exc}"
             logger.debug("robots.txt %s refused by the crawl: %s", url, reason)
             return _count(crawler, refused_locally(origin, url, tuple(redirects), reason))

@@ -327,7 +327,7 @@ def _read(settings: BaseSettings, name: str, convert: Callable[[Any], Any], defa
 
 def _number(value: Any) -> float:
     if isinstance(value, bool):
-        raise TypeError("expected a number of seconds, got a boolean")
+        raise TypeError("expected a number, got a boolean")
     if isinstance(value, (int, float)):
         number = float(value)
     elif isinstance(value, str):
