@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from scrapy_rep9309.policy.record import PENDING
 from scrapy_rep9309.policy.report import (
     OriginReport,
     ReportTotals,
@@ -95,17 +96,34 @@ class Accounting:
 
     def forget(self, origin: Origin) -> None:
         """The driver forgot ``origin``: its report goes into the totals."""
-        self._unattached.delete(origin)
         report = self._reports.pop(origin, None)
         if report is not None:
-            self.folded.add(report)
+            # Made after an earlier forgetting, and never fetched since: counts only.
+            counts_only = report.outcome == PENDING and origin in self._unattached
+            self.folded.add(report, counts_only=counts_only)
+        self._unattached.delete(origin)
 
     def _fold_unattached(self, origin: Origin, report: OriginReport) -> None:
         if self._known is not None and self._known(origin):
             return  # kept until the driver forgets it
         if self._reports.get(origin) is report:
             del self._reports[origin]
-            self.folded.add(report)
+            self.folded.add(report, counts_only=report.outcome == PENDING)
+
+    def _an_origin(self, origin: Origin, report: OriginReport) -> bool:
+        """Whether ``report`` counts as an origin of the crawl. Not one made for an origin
+        the driver had forgotten (a request decided, or a response counted, afterwards)
+        and never fetched since: the origin was counted when forgotten, with its outcome;
+        this one adds its request counts only (it would read "pending" otherwise)."""
+        return report.outcome != PENDING or self._known is None or self._known(origin)
+
+    def _split(self) -> tuple[list[OriginReport], list[OriginReport]]:
+        """The reports kept: those of origins, and those that add request counts only."""
+        origins: list[OriginReport] = []
+        counts_only: list[OriginReport] = []
+        for origin, report in self._reports.items():
+            (origins if self._an_origin(origin, report) else counts_only).append(report)
+        return origins, counts_only
 
     def __len__(self) -> int:
         """How many reports are kept one by one."""
@@ -114,7 +132,8 @@ class Accounting:
     def nothing_allowed(self) -> bool:
         """Whether robots.txt refused requests (forbidden or usage-refused) and let none
         through, in the whole crawl so far (forgotten origins included)."""
-        return crawl_totals(self._reports.values(), self.folded).nothing_allowed
+        origins, counts_only = self._split()
+        return crawl_totals(origins, self.folded, counts_only).nothing_allowed
 
     def reports(self) -> list[OriginReport]:
         """Copies of the reports kept (the origins in memory), sorted by origin."""
@@ -125,8 +144,10 @@ class Accounting:
 
     def summary(self, stats: Mapping[str, Any]) -> str:
         """The close summary line: every origin of the crawl, kept or folded."""
-        return summary_line(self._reports.values(), stats, self.folded)
+        origins, counts_only = self._split()
+        return summary_line(origins, stats, self.folded, counts_only)
 
     def all_forbidden_warnings(self) -> list[str]:
         """The close WARNINGs for origins whose every request was refused, kept or folded."""
-        return all_forbidden_warnings(self._reports.values(), folded=self.folded)
+        origins, counts_only = self._split()
+        return all_forbidden_warnings(origins, folded=self.folded, counts_only=counts_only)

@@ -97,12 +97,16 @@ class ReportTotals:
     blocked: int = 0
     most_refused: list[OriginReport] = field(default_factory=list)
 
-    def add(self, report: OriginReport) -> None:
+    def add(self, report: OriginReport, *, counts_only: bool = False) -> None:
+        """Add ``report``: as an origin of its own, or (``counts_only``) its request counts
+        only, for a report made after its origin was forgotten, which was counted then."""
+        self.allowed += report.allowed
+        self.refused += report.forbidden + report.usage_refused
+        if counts_only:
+            return
         self.origins += 1
         self.outcomes[report.outcome] += 1
         self.stating += bool(report.usage)
-        self.allowed += report.allowed
-        self.refused += report.forbidden + report.usage_refused
         if report.all_forbidden is not None:
             self.blocked += 1
             named = sorted([*self.most_refused, report], key=_most_refused_first)
@@ -114,12 +118,19 @@ class ReportTotals:
         return not self.allowed and bool(self.refused)
 
 
-def crawl_totals(reports: Iterable[OriginReport], folded: ReportTotals | None) -> ReportTotals:
+def crawl_totals(
+    reports: Iterable[OriginReport],
+    folded: ReportTotals | None,
+    counts_only: Iterable[OriginReport] = (),
+) -> ReportTotals:
     """The totals of the whole crawl: the ``folded`` ones of the origins forgotten (left
-    as they are) plus the reports still kept."""
+    as they are) plus the reports still kept, and the request counts of ``counts_only``
+    (reports made after their origin was forgotten: ``ReportTotals.add``)."""
     totals = ReportTotals() if folded is None else replace(folded, outcomes=+folded.outcomes)
     for report in reports:
         totals.add(report)
+    for report in counts_only:
+        totals.add(report, counts_only=True)
     return totals
 
 
@@ -131,10 +142,11 @@ def summary_line(
     reports: Iterable[OriginReport],
     stats: Mapping[str, Any],
     folded: ReportTotals | None = None,
+    counts_only: Iterable[OriginReport] = (),
 ) -> str:
     """One line: origins by outcome and how many state usage preferences (the reports
     kept and the ``folded`` totals of those forgotten), then the robotstxt/* counts."""
-    totals = crawl_totals(reports, folded)
+    totals = crawl_totals(reports, folded, counts_only)
     by_outcome = ", ".join(f"{totals.outcomes[name]} {name}" for name in OUTCOME_ORDER)
     counts = ", ".join(f"{name} {stats.get(f'robotstxt/{name}', 0)}" for name in SUMMARY_STATS)
     return (
@@ -147,13 +159,14 @@ def all_forbidden_warnings(
     reports: Iterable[OriginReport],
     named: int = ALL_FORBIDDEN_NAMED,
     folded: ReportTotals | None = None,
+    counts_only: Iterable[OriginReport] = (),
 ) -> list[str]:
     """The WARNING lines for the spider's close: one when robots.txt refused every request
     of the crawl, one naming the origins whose every request it refused (``named`` at
     most, the most refused first, then how many more). Empty when nothing is to say.
     ``folded``: the totals of the origins whose reports are no longer kept."""
     reports = list(reports)
-    totals = crawl_totals(reports, folded)
+    totals = crawl_totals(reports, folded, counts_only)
     count = totals.blocked
     if not count:
         return []
