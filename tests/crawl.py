@@ -156,6 +156,17 @@ class CrawlResult:
                 return self.logs[index:]
         return []
 
+    def close_summary(self) -> str:
+        """The middleware's close summary line (INFO, "robots.txt: N origins (...)...")."""
+        (summary,) = [
+            record.getMessage()
+            for record in self.logs_after_closing()
+            if record.name.startswith("scrapy_rep9309")
+            and record.levelno == logging.INFO
+            and record.getMessage().startswith("robots.txt: ")
+        ]
+        return summary
+
     def stat(self, name: str) -> Any:
         return self.stats.get(name, 0)
 

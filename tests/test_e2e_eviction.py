@@ -12,7 +12,7 @@ from itertools import pairwise
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests._readme import undocumented_stats
-from tests.crawl import CrawlResult, Wait, ours_class, run_crawl
+from tests.crawl import Wait, ours_class, run_crawl
 from tests.servers import LoggedRequest, Reply, ServerPool, rules
 
 
@@ -96,12 +96,7 @@ async def test_reports_of_forgotten_origins_are_folded_into_the_summary(
     assert 1 <= len(reports) <= 2, [report.origin for report in reports]
     assert result.forbidden_urls == {site.url("/private/0") for site in forbidding}
     assert result.stat("robotstxt/forbidden") == 4
-    summaries = [
-        record.getMessage()
-        for record in result.logs_after_closing()
-        if record.name.startswith("scrapy_rep9309") and record.levelno == logging.INFO
-    ]
-    (summary,) = [message for message in summaries if message.startswith("robots.txt: ")]
+    summary = result.close_summary()
     assert summary.startswith(
         "robots.txt: 6 origins (4 available, 2 unavailable, 0 unreachable, 0 pending)"
     ), summary
@@ -164,18 +159,8 @@ async def test_released_requests_of_an_evicted_origin_are_decided_by_their_copy(
     # Decided after the eviction, by the copy the requests were released with: their
     # counts go on, under the origin counted once, with the outcome it was fetched with
     # (the close summary used to count it again, as an origin still "pending").
-    assert _summary(result).startswith(
+    summary = result.close_summary()
+    assert summary.startswith(
         "robots.txt: 2 origins (2 available, 0 unavailable, 0 unreachable, 0 pending), "
         "0 stating usage preferences; request_count 2, forbidden 1,"
-    ), _summary(result)
-
-
-def _summary(result: CrawlResult) -> str:
-    """The close summary line (INFO)."""
-    summaries = [
-        record.getMessage()
-        for record in result.logs_after_closing()
-        if record.name.startswith("scrapy_rep9309") and record.levelno == logging.INFO
-    ]
-    (summary,) = [message for message in summaries if message.startswith("robots.txt: ")]
-    return summary
+    ), summary

@@ -365,6 +365,10 @@ async def test_origins_whose_record_is_in_redis_hold_nothing(
     assert [len(site.robots_fetches) for site in sites] == [1, 1, 1], "the peer's records"
     assert later.stat("robotstxt/deferred") == 0, "decided at download time, never held"
     assert not redis_server.client().keys("rep9309:held:*")
+    # Counted by the outcome of the peer's copies (it used to read "3 pending").
+    assert later.close_summary().startswith(
+        "robots.txt: 3 origins (3 available, 0 unavailable, 0 unreachable, 0 pending)"
+    ), later.close_summary()
 
 
 @deferred_f_from_coro_f

@@ -350,7 +350,7 @@ async def test_stats_count_preferences_per_downloaded_response(servers: ServerPo
     assert reports[stating.base].usage == ("train-ai=n", "train-ai=y", "search=y")
     assert reports[headers_only.base].usage == ("search=n",)
     assert reports[silent.base].usage == ()
-    (summary,) = [m for m in result.messages(logging.INFO) if m.startswith("robots.txt: ")]
+    summary = result.close_summary()
     assert "3 origins (" in summary and "), 2 stating usage preferences;" in summary
     assert "usage_refused 0" in summary
 

@@ -342,9 +342,19 @@ class OriginDriver:
     async def _reload(self, origin: Origin, machine: OriginMachine) -> None:
         stored = await self.store.load(str(origin))
         if stored is not None:
-            self._carry_out(
-                origin, machine, machine.changed(stored.record, stored.version, time.time())
-            )
+            actions = machine.changed(stored.record, stored.version, time.time())
+            self._note_outcome(origin, machine, stored.record)
+            self._carry_out(origin, machine, actions)
+
+    def _note_outcome(
+        self, origin: Origin, machine: OriginMachine, record: OriginRecord | None
+    ) -> None:
+        """The origin's report takes the outcome of a record this process did not fetch
+        (a peer's, a paused run's) once the machine took it up: the close summary counts
+        origins by their last outcome."""
+        if record is not None and record.answered and machine.record is record:
+            report = self.accounting.report(origin)
+            report.outcome, report.status = record.outcome, record.status
 
     # -- a fleet: peeks, orphans, leaving ---------------------------------------------
 
@@ -368,6 +378,7 @@ class OriginDriver:
                     stored = await load(str(origin))
                     if stored is not None and machine.state is State.NEW:
                         actions = machine.changed(stored.record, stored.version, time.time())
+                        self._note_outcome(origin, machine, stored.record)
                         self._carry_out(origin, machine, actions)
                 finally:
                     for peeked in self._peeks.pop(origin):
@@ -752,11 +763,8 @@ class OriginDriver:
         else:
             stored = await self.store.load(str(origin))
         record, version = (None, None) if stored is None else (stored.record, stored.version)
-        if record is not None and record.answered:
-            report = self.accounting.report(origin)
-            if report.status is None:  # fetched earlier: a resumed crawl, or a peer
-                report.outcome, report.status = record.outcome, record.status
         actions = machine.loaded(record, version, time.time())
+        self._note_outcome(origin, machine, record)
         if lease is None:
             self._carry_out(origin, machine, actions)
         else:
