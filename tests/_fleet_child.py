@@ -7,11 +7,16 @@ with scrapy-redis's scheduler and duplicate filter when the job's settings name 
 When the spider closes, the process writes what happened to each request it decided
 (``ok`` for a response, the errback's message otherwise), its ``robotstxt/*`` stats and
 timings to the job's ``out`` file (JSON).
+
+With ``"die_after_take": true`` in the job, the process kills itself (SIGKILL) in the
+moment after it took held requests from Redis and before it hands them to its engine.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -52,8 +57,25 @@ class FleetSpider(RedisSpider):
         self.outcomes.append((request.url, str(failure.value)))
 
 
+def die_after_take() -> None:
+    """SIGKILL this process when the driver is about to hand requests it took from the
+    store to the engine (the test hook of ``"die_after_take"``)."""
+    from scrapy_rep9309.integration.driver import OriginDriver
+
+    hand_over = OriginDriver._flush
+
+    def _flush(self: OriginDriver) -> None:
+        if self._taken_from_store:
+            os.kill(os.getpid(), signal.SIGKILL)
+        hand_over(self)
+
+    OriginDriver._flush = _flush  # type: ignore[method-assign]
+
+
 def main(job_path: str) -> None:
     job = json.loads(Path(job_path).read_text())
+    if job.get("die_after_take"):
+        die_after_take()
     process = CrawlerProcess(job["settings"])
     crawler = process.create_crawler(FleetSpider)
     started = {"engine": 0.0, "cpu": 0.0}

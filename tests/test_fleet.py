@@ -5,6 +5,8 @@ duplicate filter and the Redis store, against local origins served by this proce
   each robots.txt fetched once by the whole fleet, the recovering ones retried on one
   schedule, no disallowed page downloaded, every request decided exactly once.
 - One process killed (SIGKILL) while it holds requests: the others take them over.
+- One process killed right after it took every held request of an origin, before it
+  handed them to its engine: the others take them over too.
 """
 
 from __future__ import annotations
@@ -65,11 +67,14 @@ class Fleet:
         self.settings = settings
         self.processes: dict[str, asyncio.subprocess.Process] = {}
 
-    async def start(self, name: str) -> asyncio.subprocess.Process:
+    async def start(self, name: str, **job_options: Any) -> asyncio.subprocess.Process:
+        """Start process ``name``; ``job_options`` go into its job (``tests/_fleet_child``)."""
         job = self.directory / f"{name}.json"
         log = self.directory / f"{name}.log"
         settings = fleet_settings(self.redis_url, log, **self.settings)
-        job.write_text(json.dumps({"settings": settings, "out": str(self._out(name))}))
+        job.write_text(
+            json.dumps({"settings": settings, "out": str(self._out(name)), **job_options})
+        )
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -219,3 +224,40 @@ async def test_requests_held_by_a_killed_process_are_taken_over(
     assert [len(site.robots_fetches) for site in slow] == [2] * len(slow)
     _downloaded_once(slow, private=False)
     assert not client.keys("rep9309:held:*")
+
+
+@deferred_f_from_coro_f
+async def test_requests_taken_by_a_process_killed_before_it_handed_them_over_are_taken_over(
+    servers: ServerPool, redis_server: RedisServer, workdir: Path
+) -> None:
+    """The victim holds every request of an origin, gets its robots.txt, takes the held
+    requests out of Redis and is killed before it hands them to its engine (found by a
+    second reviewer: all of them were lost, only a receipt that expired kept them). The
+    survivors adopt them from that receipt: each ends once, as robots.txt says."""
+    slow = [servers.add(rules(PRIVATE, delay=2))]
+    paths = ["/a", "/b", "/c", "/d", "/e", "/private/f", "/private/g"]
+    urls = [site.url(path) for site in slow for path in paths]
+    _push(redis_server, urls)
+    fleet = Fleet(redis_server.url, workdir, CONCURRENT_REQUESTS=16, MAX_IDLE_TIME_BEFORE_CLOSE=15)
+    client = redis_server.client()
+    try:
+        victim = await fleet.start("victim", die_after_take=True)
+        assert await asyncio.wait_for(victim.wait(), 60) == -signal.SIGKILL, fleet.log("victim")
+        assert not client.keys("rep9309:held:*"), "the victim took them all before it died"
+        for name in ("one", "two"):
+            await fleet.start(name)
+        await fleet.wait()
+    finally:
+        fleet.kill_all()
+
+    survivors = ["one", "two"]
+    outcomes = _outcomes(fleet, survivors)
+    assert sorted(url for url, _ in outcomes) == sorted(urls), "none lost"
+    assert set(outcomes.values()) == {1}, "none twice"
+    assert {url for url, outcome in outcomes if outcome == FORBIDDEN} == {
+        site.url(path) for site in slow for path in ("/private/f", "/private/g")
+    }
+    assert _stat(fleet, survivors, "robotstxt/fleet/adopted") == len(urls)
+    _downloaded_once(slow, private=False)
+    assert not client.keys("rep9309:held:*")
+    assert not client.keys("rep9309:receipts:*"), "no receipt left standing for requests"

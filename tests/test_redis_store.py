@@ -583,3 +583,50 @@ async def test_requests_held_while_redis_is_down_wait_here_and_are_written_after
         assert [held.request for held in await two.take_held(KEY)] == ["before", "later"]
     finally:
         await group.close()
+
+
+@deferred_f_from_coro_f
+async def test_requests_taken_by_a_process_killed_before_it_handed_them_over_are_adopted(
+    fleet: _Fleet,
+) -> None:
+    """Taking held requests deletes them from the held hash; until the taker has handed
+    them to its engine, its receipt stands for them. Killed in between (found by a second
+    reviewer, SIGKILL right after the take: every request of the origin, its peers' too,
+    was lost), a peer adopts them from the receipt once its heartbeat is gone."""
+    killed, holder, survivor = await fleet.open(), await fleet.open(), await fleet.open()
+    await holder.hold(KEY, HeldRequest(1, 100.0, "the peer's"))
+    await killed.hold(KEY, HeldRequest(2, 100.0, "its own"))
+    taken = await killed.take_held(KEY)
+    assert sorted(held.request for held in taken) == ["its own", "the peer's"]
+    for task in killed._tasks:  # no goodbye, no more heartbeats: as after SIGKILL
+        task.cancel()
+    killed._closing = True
+    assert await survivor.adopt_orphans() == [], "not while its heartbeat lasts"
+    await asyncio.sleep(ALIVE_TTL + 0.2)
+
+    adopted = await survivor.adopt_orphans()
+
+    assert sorted(held.request for _, held in adopted) == ["its own", "the peer's"]
+    assert {key for key, _ in adopted} == {KEY}
+    assert await survivor.adopt_orphans() == [], "adopted once"
+    assert sorted(held.request for held in await survivor.take_held(KEY)) == [
+        "its own",
+        "the peer's",
+    ], "held by the survivor now, in Redis"
+
+
+@deferred_f_from_coro_f
+async def test_requests_handed_over_before_the_taker_dies_are_not_adopted(
+    fleet: _Fleet,
+) -> None:
+    killed, survivor = await fleet.open(), await fleet.open()
+    await killed.hold(KEY, HeldRequest(1, 100.0, "held"))
+    assert [held.request for held in await killed.take_held(KEY)] == ["held"]
+    await killed.handed_over()
+    assert not fleet.server.client().keys("rep9309:receipt:*")
+    for task in killed._tasks:
+        task.cancel()
+    killed._closing = True
+    await asyncio.sleep(ALIVE_TTL + 0.2)
+
+    assert await survivor.adopt_orphans() == []

@@ -193,6 +193,9 @@ class OriginDriver:
         #: Fleet: origins whose lease renewal is under way; requests waiting for a peek.
         self._renewing: set[Origin] = set()
         self._peeks: dict[Origin, list[Deferred[None]]] = {}
+        #: Fleet: whether a take answered since the store last heard that what the takes
+        #: got is with the engine (``handed_over``, after the next hand-over to it).
+        self._taken_from_store = False
         #: Fleet: requests of each origin waiting for their write to the store to start.
         self._unsent_holds: dict[Origin, list[HeldRequest]] = {}
         #: Fleet: requests held while their origin's record is being loaded, not written
@@ -450,6 +453,7 @@ class OriginDriver:
             self._send_released(origin, self._take_unstored(origin, action.held), action.record)
             return
         taken = await self.store.take_held(str(origin))
+        self._taken_from_store = True
         taken += self._take_unstored(origin, action.held)
         for entry in action.held:  # ours that a peer took are the peer's now
             self._held.pop(entry.token, None)
@@ -467,6 +471,7 @@ class OriginDriver:
     async def _expire_shared(self, origin: Origin, action: Action) -> None:
         """Fleet: only what the store still holds expires (a peer may have released it)."""
         taken = await self.store.take_held(str(origin), list(action.tokens))
+        self._taken_from_store = True
         taken += self._take_unstored(origin, action.held)
         for entry in action.held:
             self._held.pop(entry.token, None)
@@ -1057,6 +1062,11 @@ class OriginDriver:
                 # The mark is used here: a copy the errback makes is decided anew.
                 reason = IgnoreRequest(request.meta.pop(EXPIRED_META)) if expired else error
                 self._spawn(call_errback(request, reason))
+        if self._taken_from_store:
+            # Fleet: what the takes answered so far got is with the engine now; until
+            # this, the store kept it for the others should this process be killed.
+            self._taken_from_store = False
+            self._spawn(self.store.handed_over(), busy=False)
 
     def _keep_for_close(self, outbox: list[tuple[Origin, Request, str, float]]) -> None:
         """Requests the closing engine cannot take any more: close() decides them (an

@@ -126,6 +126,12 @@ class PatientStore:
         withdraw = getattr(self.inner, "withdraw_unwritten", None)
         return [] if withdraw is None else await withdraw()
 
+    async def handed_over(self) -> None:
+        # Best effort by the store itself (it tries again with its next call): not waited out.
+        handed_over = getattr(self.inner, "handed_over", None)
+        if handed_over is not None:
+            await handed_over()
+
     async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
         adopt = getattr(self.inner, "adopt_orphans", None)
         if adopt is None:

@@ -156,4 +156,11 @@ class SharedOriginStore(OriginStore, Protocol):
 
     async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
         """Become the holder of the requests held by processes that stopped or died;
-        return them with their keys, original deadlines, and tokens the store chose."""
+        return them with their keys, original deadlines, and tokens the store chose.
+        Also those such a process took (``take_held``) and had not handed over."""
+
+    async def handed_over(self) -> None:
+        """Optional. Every request ``take_held`` returned so far is with the engine now
+        (scheduled, or on its way to its errback). A store may keep what it took until
+        then, for ``adopt_orphans`` to give to another process if this one dies first
+        (killed between the take and the hand-over, it would lose them)."""

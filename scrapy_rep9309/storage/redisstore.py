@@ -27,7 +27,11 @@ What lives where, under ``<prefix>:`` (default ``rep9309:``):
 
 Taking held requests (``take_held``, ``adopt_orphans``) is idempotent: a script keeps
 what it took under a receipt for a minute, and a call repeated after a lost reply
-(the client retries once) gets the same requests back instead of none.
+(the client retries once) gets the same requests back instead of none. The receipts of
+``take_held`` also stand for the requests until the process has handed them to the
+engine (``handed_over``, which drops them): listed in ``receipts:<process>`` (and the
+process in ``receipting``), those of a process killed in between are adopted with its
+held requests, so that none is lost in that moment.
 
 Every call that cannot reach Redis raises ``StoreUnavailable``, except ``hold``: a
 request that cannot be written is kept in this process and written once Redis answers
@@ -95,7 +99,9 @@ _GET_CONNECTION_NEEDS_NAME = (
     .default
     is inspect.Parameter.empty
 )
-#: Seconds a receipt of taken requests is kept for a repeated call.
+#: Seconds a receipt of taken requests is kept: for a repeated call, and for the peers
+#: to adopt the requests of a process killed before it handed them over (they do 5 s
+#: after its last heartbeat, ALIVE_TTL).
 RECEIPT_TTL = 60.0
 #: Orphaned requests adopted per call at most (the script runs inside Redis).
 ADOPT_LIMIT = 1000
@@ -231,9 +237,10 @@ end
 return cleared
 """
 
-# KEYS: held, generation, receipt, holders. ARGV: generation, prefix, origin key,
-# entry ids (none: all). Returns id, value, id, value... A held key of another type than
-# a hash (something else wrote there) is deleted: the answer is FOREIGN_HELD alone.
+# KEYS: held, generation, receipt, holders, receipts:<me>, receipting. ARGV: generation,
+# prefix, origin key, me, entry ids (none: all). Returns id, value, id, value... A held
+# key of another type than a hash (something else wrote there) is deleted: the answer is
+# FOREIGN_HELD alone. The receipt is listed under <me> until ``handed_over`` drops it.
 _TAKE = (
     _GENERATION_CHECK
     + """
@@ -244,11 +251,11 @@ if kind ~= 'hash' and kind ~= 'none' then
   return {'FOREIGN_HELD'}
 end
 local out = {}
-if #ARGV == 3 then
+if #ARGV == 4 then
   out = redis.call('HGETALL', KEYS[1])
   redis.call('DEL', KEYS[1])
 else
-  for i = 4, #ARGV do
+  for i = 5, #ARGV do
     local value = redis.call('HGET', KEYS[1], ARGV[i])
     if value then
       out[#out + 1] = ARGV[i]
@@ -260,6 +267,9 @@ end
 if #out == 0 then return out end
 for i = 1, #out, 128 do redis.call('RPUSH', KEYS[3], unpack(out, i, math.min(i + 127, #out))) end
 redis.call('PEXPIRE', KEYS[3], RECEIPT_MS)
+redis.call('SADD', KEYS[5], KEYS[3] .. '\\n' .. ARGV[3])
+redis.call('PEXPIRE', KEYS[5], RECEIPT_MS)
+redis.call('SADD', KEYS[6], ARGV[4])
 local remaining = {}
 for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
   remaining[string.match(id, '^[^:]+')] = true
@@ -277,8 +287,9 @@ return out
 """
 )
 
-# KEYS: holders, generation, receipt, holding:<me>. ARGV: generation, prefix, me, limit.
-# Requests held by processes whose heartbeat is gone become ours (renamed <me>:<old id>).
+# KEYS: holders, generation, receipt, holding:<me>, receipting. ARGV: generation, prefix,
+# me, limit. Requests held by processes whose heartbeat is gone become ours (renamed
+# <me>:<old id>), and so do those they had taken and not handed over (their receipts).
 # Returns origin key, new id, value, ...
 _ADOPT = (
     _GENERATION_CHECK
@@ -314,6 +325,35 @@ for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
       if adopted > 0 then redis.call('SADD', KEYS[4], key) end
     end
     if redis.call('SCARD', holding) == 0 then redis.call('SREM', KEYS[1], owner) end
+  end
+end
+for _, owner in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+  if owner ~= ARGV[3] and redis.call('EXISTS', ARGV[2] .. ':alive:' .. owner) == 0 then
+    local receipts = ARGV[2] .. ':receipts:' .. owner
+    for _, member in ipairs(redis.call('SMEMBERS', receipts)) do
+      local cut = string.find(member, '\\n', 1, true)
+      local receipt = string.sub(member, 1, cut - 1)
+      local key = string.sub(member, cut + 1)
+      local held = ARGV[2] .. ':held:' .. key
+      local kind = redis.call('TYPE', held).ok
+      if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', held) end
+      local taken = {}
+      if redis.call('TYPE', receipt).ok == 'list' then
+        taken = redis.call('LRANGE', receipt, 0, -1)
+      end
+      for i = 1, #taken - 1, 2 do
+        local new = ARGV[3] .. ':' .. taken[i]
+        redis.call('HSET', held, new, taken[i + 1])
+        out[#out + 1] = key
+        out[#out + 1] = new
+        out[#out + 1] = taken[i + 1]
+        count = count + 1
+      end
+      if #taken > 1 then redis.call('SADD', KEYS[4], key) end
+      redis.call('DEL', receipt)
+    end
+    redis.call('DEL', receipts)
+    redis.call('SREM', KEYS[5], owner)
   end
 end
 if #out > 0 then
@@ -392,6 +432,9 @@ class RedisOriginStore:
         self._batch_writer: asyncio.Future[None] | None = None
         #: Takes asked for right now, sent together by ``_take_batches``.
         self._takes: list[_Take] = []
+        #: Receipts of answered takes (``receipt key\norigin key``), until the requests
+        #: they took are handed over (``handed_over``).
+        self._receipts: list[str] = []
         #: Commands asked for in this moment, sent in one pipeline by ``_send_outgoing``.
         self._outgoing: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._sending = False
@@ -467,6 +510,12 @@ class RedisOriginStore:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         try:
             await asyncio.wait_for(self._beat(), CLOSE_FLUSH_TIMEOUT)
+            # Every take answered by then is handed over, left to the fleet or ended by
+            # the crawl (one answering late too): its receipt goes. One still unanswered
+            # leaves its receipt to the fleet, as a take never answered leaves its requests.
+            if self._taker is not None:
+                await asyncio.wait({self._taker}, timeout=CLOSE_FLUSH_TIMEOUT)
+            await asyncio.wait_for(self.handed_over(), CLOSE_FLUSH_TIMEOUT)
             await redis.delete(self._key("alive", self.me))
         except (RedisError, OSError, StoreUnavailable, asyncio.TimeoutError) as exc:
             logger.debug("Closing the Redis store: %s", exc)
@@ -1016,6 +1065,7 @@ class RedisOriginStore:
         what waits in this process is taken here, the rest by one script call each."""
         plans = []
         calls = []
+        receipts: list[str] = []
         for key, tokens in asked:
             mine = self._mine.get(key, {})
             if tokens is None:
@@ -1027,20 +1077,25 @@ class RedisOriginStore:
             if tokens is None or len(local) < len(wanted):
                 remote = () if tokens is None else [e for e in wanted if e not in local]
                 call = len(calls)
+                receipt = self._key("receipt", uuid.uuid4().hex)
                 calls.append(
                     (
                         "take",
                         [
                             self._key("held", key),
                             self._key("generation"),
-                            self._key("receipt", uuid.uuid4().hex),
+                            receipt,
                             self._key("holders"),
+                            self._key("receipts", self.me),
+                            self._key("receipting"),
                         ],
-                        [self.prefix, key, *remote],
+                        [self.prefix, key, self.me, *remote],
                     )
                 )
+                receipts.append(f"{receipt}\n{key}")
             plans.append((key, wanted, local, call))
         replies = await self._pipelined_in_step(calls) if calls else []
+        self._receipts.extend(receipts)  # answered: dropped once handed over
         answers = []
         for key, wanted, local, call in plans:
             mine = self._mine.get(key, {})
@@ -1063,6 +1118,29 @@ class RedisOriginStore:
             answers.append(self._decode_held(key, taken, live))
         return answers
 
+    async def handed_over(self) -> None:
+        """The requests of every take answered so far are with the engine now (scheduled,
+        or sent to their errback): their receipts, which stood for them in case this
+        process was killed first, are dropped. Best effort: if Redis does not answer,
+        they are dropped with the next call (or expire, RECEIPT_TTL)."""
+        members, self._receipts = self._receipts, []
+        redis = self._redis
+        if not members or redis is None:
+            return
+        receipts = [member.split("\n", 1)[0] for member in members]
+
+        async def drop() -> None:
+            async with redis.pipeline(transaction=False) as pipe:
+                pipe.srem(self._key("receipts", self.me), *members)
+                pipe.delete(*receipts)
+                await pipe.execute()
+
+        try:
+            await self._call(drop)
+        except (StoreUnavailable, _WrongType) as exc:
+            logger.debug("Receipts of taken requests not dropped yet: %s", exc)
+            self._receipts = members + self._receipts
+
     async def held_keys(self) -> list[str]:
         """Origins with requests held by processes that are gone (stopped or killed):
         those the others should pick up (``adopt_orphans``)."""
@@ -1082,6 +1160,7 @@ class RedisOriginStore:
                     self._key("generation"),
                     self._key("receipt", uuid.uuid4().hex),
                     self._key("holding", self.me),
+                    self._key("receipting"),
                 ],
                 [self.prefix, self.me, ADOPT_LIMIT],
             )
