@@ -246,6 +246,28 @@ class OlderPeerWritesFirst(PeerWritesFirst):
     peer_offset = -100.0
 
 
+class PeerReachedItWhileWeCouldNot(MemoryStore):
+    """Another process stored a fresh answer (Disallow: /private) a second before our
+    fetch ended unreachable: it got the lease after ours lapsed (a stalled process)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._peer_wrote: set[str] = set()
+
+    async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
+        if key not in self._peer_wrote:
+            self._peer_wrote.add(key)
+            peer = OriginRecord(
+                AVAILABLE,
+                200,
+                PRIVATE.encode(),
+                fetched_at=record.fetched_at - 1,
+                expires_at=record.fetched_at + 3600,
+            )
+            await super().save(key, peer, expected)
+        return await super().save(key, record, expected)
+
+
 @deferred_f_from_coro_f
 async def test_a_newer_record_stored_first_by_someone_else_decides(servers: ServerPool) -> None:
     """Our save loses the compare-and-set to a newer record: it is adopted, and decides
@@ -321,3 +343,24 @@ async def test_requests_taken_over_after_the_close_are_left_to_the_fleet(
     assert crawler.stats is not None
     stats = crawler.stats.get_stats()
     assert stats.get("robotstxt/fleet/adopted") == stats.get("robotstxt/fleet/left") == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_fresh_answer_stored_first_stands_over_our_failure_to_reach_the_server(
+    servers: ServerPool,
+) -> None:
+    """Our fetch ends unreachable (503) a second after another process stored a fresh
+    answer: the fresh copy stands and decides (found by a second reviewer: a process
+    frozen past its lease wrote its late timeout over the peer's copy, and the fleet had
+    none until a third fetch)."""
+    site = servers.add(Reply(503, "down"))
+
+    result = await run_crawl(
+        site.urls(["/page/1", "/private/1"]),
+        {"REP9309_STORE": store(PeerReachedItWhileWeCouldNot), "REP9309_DEFER_TIMEOUT": 5},
+    )
+
+    assert result.urls == {site.url("/page/1")}
+    assert result.forbidden_urls == {site.url("/private/1")}
+    assert len(site.robots_fetches) == 1
+    assert adds_up(result)

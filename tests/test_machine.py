@@ -398,6 +398,21 @@ def test_an_older_record_from_elsewhere_is_ignored() -> None:
     assert machine.record == fresh()
 
 
+def test_a_record_the_store_kept_over_ours_is_adopted_even_if_fetched_earlier() -> None:
+    """Our save lost the compare-and-set to a fresh copy fetched before our failed fetch
+    ended (the driver decided it stands): adopted, it releases the held requests."""
+    machine = machine_in(State.BACKOFF, held=1)
+    machine.record = backoff(fetched=0)
+    earlier = fresh(fetched=-5)
+    assert machine.changed(earlier, 8, NOW) == [], "not newer by itself"
+
+    actions = machine.changed(earlier, 8, NOW, kept=True)
+
+    assert machine.state is State.FRESH
+    assert machine.record is earlier and machine.version == 8
+    assert Effect.RELEASE in effects(actions)
+
+
 def test_a_peer_record_in_backoff_makes_requests_wait_for_the_shared_retry() -> None:
     machine = machine_in(State.LOADING, held=1)
     actions = machine.loaded(backoff(), 2, NOW)

@@ -824,11 +824,10 @@ class OriginDriver:
             # Someone else wrote first (or the store dropped the record): adopt a newer
             # record, or write ours over an older one (or over none).
             stored = await self.store.load(key)
-            if stored is not None and stored.record.fetched_at >= action.record.fetched_at:
-                now = time.time()
-                self._carry_out(
-                    origin, machine, machine.changed(stored.record, stored.version, now)
-                )
+            now = time.time()
+            if stored is not None and _stands_over(stored.record, action.record, now):
+                actions = machine.changed(stored.record, stored.version, now, kept=True)
+                self._carry_out(origin, machine, actions)
                 return
             expected = None if stored is None else stored.version
             version = await self.store.save(key, action.record, expected)
@@ -1351,6 +1350,17 @@ class Leftover:
     deadline: float
     #: The copy that answered while the spider was closing; None: it never did.
     record: OriginRecord | None = None
+
+
+def _stands_over(stored: OriginRecord, ours: OriginRecord, now: float) -> bool:
+    """After our save lost its compare-and-set: whether the record someone else stored
+    stands, rather than ours written over it. A later fetch stands; so does a fresh
+    answer over our failure to reach the server: the peer reached it while our fetch ran
+    (our lease lapsed, a stalled process's fetch timing out late), and a fresh copy may
+    decide while the file is unreachable anyway (RFC 9309 2.4)."""
+    if stored.fetched_at >= ours.fetched_at:
+        return True
+    return ours.outcome == UNREACHABLE and stored.is_fresh(now)
 
 
 def closed_before(request: Request) -> str:

@@ -343,10 +343,13 @@ class OriginMachine:
         """The store accepted STORE and gave the record this version."""
         self.version = version
 
-    def changed(self, record: OriginRecord, version: int | None, now: float) -> list[Action]:
-        """Someone else stored ``record``; adopted if newer than ours."""
+    def changed(
+        self, record: OriginRecord, version: int | None, now: float, *, kept: bool = False
+    ) -> list[Action]:
+        """Someone else stored ``record``; adopted if newer than ours, or if ``kept``: our
+        save of ours lost to it and the store keeps it (the driver decided it stands)."""
         actions = self._advance(now)
-        if not _newer(record, version, self.record, self.version):
+        if not kept and not _newer(record, version, self.record, self.version):
             return actions
         if self.state in (State.FETCHING, State.CLOSED):
             return actions  # our own answer is coming; it will compare-and-set against it
