@@ -124,7 +124,11 @@ _WRONG_TYPE_ERROR = "WRONGTYPE"
 FOREIGN_HELD = b"!foreign-held-key"
 _T = TypeVar("_T")
 #: A take waiting for its batch: origin key, tokens (None: all), the answer.
-_Take = tuple[str, "Sequence[Hashable] | None", "asyncio.Future[list[HeldRequest]]"]
+#: A take asked for: the key, the tokens (None: all), and its answer: the requests taken
+#: and the receipt that stands for them (None when no script call was needed).
+_Take = tuple[
+    str, "Sequence[Hashable] | None", "asyncio.Future[tuple[list[HeldRequest], str | None]]"
+]
 
 _GENERATION_CHECK = f"""
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
@@ -432,9 +436,11 @@ class RedisOriginStore:
         self._batch_writer: asyncio.Future[None] | None = None
         #: Takes asked for right now, sent together by ``_take_batches``.
         self._takes: list[_Take] = []
-        #: Receipts of answered takes (``receipt key\norigin key``), until the requests
-        #: they took are handed over (``handed_over``).
+        #: Receipts (``receipt key\norigin key``) of the takes answered and returned to
+        #: their caller, until the requests they took are handed over (``handed_over``);
+        #: and of those answered, not returned yet (``close`` drops both).
         self._receipts: list[str] = []
+        self._unreturned_receipts: set[str] = set()
         #: Commands asked for in this moment, sent in one pipeline by ``_send_outgoing``.
         self._outgoing: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._sending = False
@@ -515,6 +521,8 @@ class RedisOriginStore:
             # leaves its receipt to the fleet, as a take never answered leaves its requests.
             if self._taker is not None:
                 await asyncio.wait({self._taker}, timeout=CLOSE_FLUSH_TIMEOUT)
+            self._receipts.extend(self._unreturned_receipts)
+            self._unreturned_receipts.clear()
             await asyncio.wait_for(self.handed_over(), CLOSE_FLUSH_TIMEOUT)
             await redis.delete(self._key("alive", self.me))
         except (RedisError, OSError, StoreUnavailable, asyncio.TimeoutError) as exc:
@@ -1027,11 +1035,20 @@ class RedisOriginStore:
         Takes asked for in the same moment (the answers of many origins arriving
         together) go to Redis together, one round trip for all: released requests
         must not wait in line for one round trip per origin."""
-        taken: asyncio.Future[list[HeldRequest]] = asyncio.get_running_loop().create_future()
+        taken: asyncio.Future[tuple[list[HeldRequest], str | None]] = (
+            asyncio.get_running_loop().create_future()
+        )
         self._takes.append((key, tokens, taken))
         if self._taker is None:
             self._taker = asyncio.ensure_future(self._take_batches())
-        return await taken
+        requests, receipt = await taken
+        if receipt is not None:
+            # Returned now: the caller queues them for its engine before anything else
+            # runs, so the next ``handed_over`` (after the engine took its queue) may drop
+            # this receipt; one answered but not returned yet to its caller stays.
+            self._unreturned_receipts.discard(receipt)
+            self._receipts.append(receipt)
+        return requests
 
     async def _take_batches(self) -> None:
         batch: list[_Take] = []
@@ -1095,8 +1112,8 @@ class RedisOriginStore:
                 receipts.append(f"{receipt}\n{key}")
             plans.append((key, wanted, local, call))
         replies = await self._pipelined_in_step(calls) if calls else []
-        self._receipts.extend(receipts)  # answered: dropped once handed over
-        answers = []
+        self._unreturned_receipts.update(receipts)
+        answers: list[tuple[list[HeldRequest], str | None]] = []
         for key, wanted, local, call in plans:
             mine = self._mine.get(key, {})
             pairs: list[bytes] = [] if call is None else replies[call]
@@ -1115,7 +1132,8 @@ class RedisOriginStore:
                 mine.pop(entry, None)
             if not mine:
                 self._mine.pop(key, None)
-            answers.append(self._decode_held(key, taken, live))
+            receipt = None if call is None else receipts[call]
+            answers.append((self._decode_held(key, taken, live), receipt))
         return answers
 
     async def handed_over(self) -> None:
@@ -1123,23 +1141,28 @@ class RedisOriginStore:
         or sent to their errback): their receipts, which stood for them in case this
         process was killed first, are dropped. Best effort: if Redis does not answer,
         they are dropped with the next call (or expire, RECEIPT_TTL)."""
-        members, self._receipts = self._receipts, []
+        await self._drop_receipts(self._receipts)
+
+    async def _drop_receipts(self, receipts: list[str]) -> None:
+        """Drop ``receipts`` (a list this store keeps: emptied, or refilled on failure)."""
+        members = list(receipts)
+        receipts.clear()
         redis = self._redis
         if not members or redis is None:
             return
-        receipts = [member.split("\n", 1)[0] for member in members]
+        keys = [member.split("\n", 1)[0] for member in members]
 
         async def drop() -> None:
             async with redis.pipeline(transaction=False) as pipe:
                 pipe.srem(self._key("receipts", self.me), *members)
-                pipe.delete(*receipts)
+                pipe.delete(*keys)
                 await pipe.execute()
 
         try:
             await self._call(drop)
         except (StoreUnavailable, _WrongType) as exc:
             logger.debug("Receipts of taken requests not dropped yet: %s", exc)
-            self._receipts = members + self._receipts
+            receipts[:0] = members
 
     async def held_keys(self) -> list[str]:
         """Origins with requests held by processes that are gone (stopped or killed):
