@@ -630,3 +630,39 @@ async def test_requests_handed_over_before_the_taker_dies_are_not_adopted(
     await asyncio.sleep(ALIVE_TTL + 0.2)
 
     assert await survivor.adopt_orphans() == []
+
+
+@deferred_f_from_coro_f
+async def test_the_stores_own_keys_overwritten_with_another_type_are_deleted(
+    fleet: _Fleet, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Something else wrote the store's generation, counters and process sets with other
+    Redis types (found by a second reviewer: a hash as the generation stopped every
+    write, and the crawl sat until CLOSESPIDER_TIMEOUT). The next heartbeat deletes
+    them, with a WARNING each, and the store works again."""
+    client = fleet.server.client()
+    one = await fleet.open()
+    client.delete("rep9309:generation")
+    client.hset("rep9309:generation", "x", "1")
+    client.set("rep9309:version", "not a number")
+    client.rpush("rep9309:seq", "a list")
+    client.set("rep9309:holders", "a string")
+    client.hset("rep9309:receipting", "x", "1")
+
+    async def works() -> bool:
+        try:
+            await one.hold(KEY, HeldRequest(1, 100.0, "held"))
+            return await one.save(KEY, _record(), None) is not None
+        except Exception:
+            return False
+
+    with caplog.at_level(logging.WARNING):
+        deadline = time.monotonic() + 5
+        while not await works():
+            assert time.monotonic() < deadline, "the store never recovered"
+            await asyncio.sleep(0.2)
+
+    assert [held.request for held in await one.take_held(KEY)] == ["held"]
+    deleted = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Deleted ")]
+    for key in ("generation", "version", "seq", "holders", "receipting"):
+        assert any(f"rep9309:{key} in Redis" in message for message in deleted), deleted

@@ -371,6 +371,27 @@ return out
 """
 )
 
+# KEYS: generation, version, seq, holders, receipting. Deletes those holding another
+# Redis type than this store writes there, and counters that are not whole numbers
+# (something else wrote there): every call using them would fail until then. Returns
+# their names.
+_REPAIR = """
+local wanted = {'string', 'string', 'string', 'set', 'set'}
+local out = {}
+for i, key in ipairs(KEYS) do
+  local kind = redis.call('TYPE', key).ok
+  local bad = kind ~= 'none' and kind ~= wanted[i]
+  if not bad and (i == 2 or i == 3) and kind == 'string' then
+    bad = not string.match(redis.call('GET', key), '^%-?%d+$')
+  end
+  if bad then
+    redis.call('DEL', key)
+    out[#out + 1] = key
+  end
+end
+return out
+"""
+
 _TAKE = _TAKE.replace("RECEIPT_MS", str(int(RECEIPT_TTL * 1000))).replace(
     "FOREIGN_HELD", FOREIGN_HELD.decode()
 )
@@ -493,6 +514,7 @@ class RedisOriginStore:
                 ("take", _TAKE),
                 ("adopt", _ADOPT),
                 ("orphaned", _ORPHANED_KEYS),
+                ("repair", _REPAIR),
             )
         }
         try:
@@ -546,9 +568,21 @@ class RedisOriginStore:
                 logger.debug("Redis heartbeat failed: %s", exc)
 
     async def _beat(self) -> None:
-        """Say we are alive; write again what Redis lost, or never got while it was down."""
+        """Say we are alive; write again what Redis lost, or never got while it was down.
+        First, delete the store's own keys that something else overwrote with another
+        type (a WARNING each): calls that use them fail until then."""
         redis = self._redis
         assert redis is not None
+        keys = ["generation", "version", "seq", "holders", "receipting"]
+        for deleted in await self._scripts["repair"](keys=[self._key(key) for key in keys]):
+            logger.warning(
+                "Deleted %s in Redis (%s): it held another Redis type or value than this "
+                "store writes there",
+                deleted.decode(),
+                redact(self.url),
+            )
+            if self._stats is not None:
+                self._stats.inc_value(CORRUPT_STAT)
         async with redis.pipeline(transaction=False) as pipe:
             pipe.set(self._key("alive", self.me), str(os.getpid()), px=_ms(ALIVE_TTL))
             pipe.get(self._key("generation"))
