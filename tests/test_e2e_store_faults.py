@@ -19,7 +19,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
-from scrapy_rep9309.policy.record import AVAILABLE, OriginRecord
+from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
 from scrapy_rep9309.storage.base import HeldRequest, StoreUnavailable
 from scrapy_rep9309.storage.memory import MemoryStore
 from tests.crawl import (
@@ -345,6 +345,47 @@ async def test_requests_taken_over_after_the_close_are_left_to_the_fleet(
     assert stats.get("robotstxt/fleet/adopted") == stats.get("robotstxt/fleet/left") == 1
 
 
+class PeerFailedJustAfterUs(MemoryStore):
+    """Another process, with no copy of its own, stored its failure to reach the server
+    (a second after our fetch answered) just before our fresh answer."""
+
+    last: MemoryStore | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        type(self).last = self
+        self._peer_wrote: set[str] = set()
+
+    async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
+        if key not in self._peer_wrote:
+            self._peer_wrote.add(key)
+            at = record.fetched_at + 1
+            peer = OriginRecord(UNREACHABLE, 503, b"", at, at, 1, at + 60, "HTTP 503")
+            await super().save(key, peer, expected)
+        return await super().save(key, record, expected)
+
+
+@deferred_f_from_coro_f
+async def test_our_fresh_answer_stands_over_a_later_failure_stored_first(
+    servers: ServerPool,
+) -> None:
+    """The mirror case (found by the second round): our fresh answer is written over the
+    peer's failure, and decides; the fleet keeps a usable copy."""
+    site = servers.add(rules(PRIVATE))
+
+    result = await run_crawl(
+        [site.url("/page/1"), Wait(1.0), site.url("/page/2"), site.url("/private/2")],
+        {"REP9309_STORE": store(PeerFailedJustAfterUs), "REP9309_DEFER_TIMEOUT": 3},
+    )
+
+    assert result.urls == {site.url("/page/1"), site.url("/page/2")}
+    assert result.forbidden_urls == {site.url("/private/2")}
+    stored = await PeerFailedJustAfterUs.last.load(site.base)  # type: ignore[union-attr]
+    assert stored is not None and stored.record.outcome == AVAILABLE
+    assert len(site.robots_fetches) == 1
+    assert adds_up(result)
+
+
 @deferred_f_from_coro_f
 async def test_a_fresh_answer_stored_first_stands_over_our_failure_to_reach_the_server(
     servers: ServerPool,
@@ -364,3 +405,6 @@ async def test_a_fresh_answer_stored_first_stands_over_our_failure_to_reach_the_
     assert result.forbidden_urls == {site.url("/private/1")}
     assert len(site.robots_fetches) == 1
     assert adds_up(result)
+    assert result.close_summary().startswith(
+        "robots.txt: 1 origins (1 available, 0 unavailable, 0 unreachable, 0 pending)"
+    ), result.close_summary()

@@ -413,6 +413,18 @@ def test_a_record_the_store_kept_over_ours_is_adopted_even_if_fetched_earlier() 
     assert Effect.RELEASE in effects(actions)
 
 
+def test_a_record_the_store_kept_does_not_replace_a_higher_version_that_came_meanwhile() -> None:
+    """Between our lost save and the load that found the kept record, a newer version
+    reached the machine (a change notice): the kept one, older, is not adopted (found by
+    the second round)."""
+    machine = machine_in(State.FRESH)
+    machine.version = 9
+    newest = machine.record
+
+    assert machine.changed(fresh(fetched=-5), 8, NOW, kept=True) == []
+    assert machine.record is newest and machine.version == 9
+
+
 def test_a_peer_record_in_backoff_makes_requests_wait_for_the_shared_retry() -> None:
     machine = machine_in(State.LOADING, held=1)
     actions = machine.loaded(backoff(), 2, NOW)

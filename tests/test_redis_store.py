@@ -20,6 +20,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from scrapy.utils.defer import deferred_f_from_coro_f, deferred_from_coro
 
 from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord
+from scrapy_rep9309.storage import redisstore
 from scrapy_rep9309.storage.base import HeldRequest, HoldWithdrawn, StoreUnavailable
 from scrapy_rep9309.storage.redisstore import (
     ALIVE_TTL,
@@ -666,3 +667,57 @@ async def test_the_stores_own_keys_overwritten_with_another_type_are_deleted(
     deleted = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Deleted ")]
     for key in ("generation", "version", "seq", "holders", "receipting"):
         assert any(f"rep9309:{key} in Redis" in message for message in deleted), deleted
+
+
+@deferred_f_from_coro_f
+async def test_a_receipt_lasts_until_handed_over_and_a_failed_drop_is_tried_again(
+    fleet: _Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A take's receipt has no time to live (a fleet killed and started again minutes
+    later still finds the requests, found by the second round), so it must go once they
+    are handed over: a drop Redis did not answer is tried again by the next heartbeat."""
+    one = await fleet.open()
+    client = fleet.server.client()
+    await one.hold(KEY, HeldRequest(1, 100.0, "held"))
+    assert [held.request for held in await one.take_held(KEY)] == ["held"]
+    (receipt,) = client.keys("rep9309:receipt:*")
+    assert client.pttl(receipt) == -1 and client.pttl(f"rep9309:receipts:{one.me}") == -1
+
+    call = one._call
+
+    async def unanswered(*args: Any) -> Any:
+        monkeypatch.setattr(one, "_call", call)  # once
+        raise StoreUnavailable("Redis did not answer")
+
+    monkeypatch.setattr(one, "_call", unanswered)
+    await one.handed_over()
+    assert client.exists(receipt), "not dropped: Redis did not answer"
+
+    await _eventually(lambda: not client.exists(receipt), 3.0, "the heartbeat to drop it")
+    assert not client.smembers(f"rep9309:receipts:{one.me}")
+
+
+@deferred_f_from_coro_f
+async def test_receipts_are_adopted_within_the_adoption_limit(
+    fleet: _Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redisstore, "ADOPT_LIMIT", 2)
+    killed, survivor = await fleet.open(), await fleet.open()
+    for n, key in enumerate(("http://a.com", "http://b.com", "http://c.com")):
+        await killed.hold(key, HeldRequest(n, 100.0, key))
+        await killed.take_held(key)
+    for task in killed._tasks:
+        task.cancel()
+    killed._closing = True
+    await asyncio.sleep(ALIVE_TTL + 0.2)
+
+    first = await survivor.adopt_orphans()
+    rest = await survivor.adopt_orphans()
+
+    assert len(first) == 2, first
+    assert sorted(held.request for _, held in first + rest) == [
+        "http://a.com",
+        "http://b.com",
+        "http://c.com",
+    ]
+    assert await survivor.adopt_orphans() == []

@@ -827,6 +827,7 @@ class OriginDriver:
             now = time.time()
             if stored is not None and _stands_over(stored.record, action.record, now):
                 actions = machine.changed(stored.record, stored.version, now, kept=True)
+                self._note_outcome(origin, machine, stored.record)
                 self._carry_out(origin, machine, actions)
                 return
             expected = None if stored is None else stored.version
@@ -1354,13 +1355,15 @@ class Leftover:
 
 def _stands_over(stored: OriginRecord, ours: OriginRecord, now: float) -> bool:
     """After our save lost its compare-and-set: whether the record someone else stored
-    stands, rather than ours written over it. A later fetch stands; so does a fresh
-    answer over our failure to reach the server: the peer reached it while our fetch ran
-    (our lease lapsed, a stalled process's fetch timing out late), and a fresh copy may
-    decide while the file is unreachable anyway (RFC 9309 2.4)."""
-    if stored.fetched_at >= ours.fetched_at:
-        return True
-    return ours.outcome == UNREACHABLE and stored.is_fresh(now)
+    stands, rather than ours written over it. Of a fresh answer and a failure to reach
+    the server, the fresh answer stands, whichever came later: a fresh copy may decide
+    while the file is unreachable (RFC 9309 2.4), and the failure may be the fetcher's
+    own (a process stalled past its lease times out late). Else the later fetch stands."""
+    if UNREACHABLE in (stored.outcome, ours.outcome):
+        stored_fresh, ours_fresh = stored.is_fresh(now), ours.is_fresh(now)
+        if stored_fresh != ours_fresh:
+            return stored_fresh
+    return stored.fetched_at >= ours.fetched_at
 
 
 def closed_before(request: Request) -> str:

@@ -346,10 +346,11 @@ class OriginMachine:
     def changed(
         self, record: OriginRecord, version: int | None, now: float, *, kept: bool = False
     ) -> list[Action]:
-        """Someone else stored ``record``; adopted if newer than ours, or if ``kept``: our
-        save of ours lost to it and the store keeps it (the driver decided it stands)."""
+        """Someone else stored ``record``; adopted if newer than ours. ``kept``: our save
+        lost to it and the driver decided it stands, so only a higher store version held
+        here (a copy that came meanwhile) keeps it out, not when it was fetched."""
         actions = self._advance(now)
-        if not kept and not _newer(record, version, self.record, self.version):
+        if not _newer(record, version, self.record, self.version, kept=kept):
             return actions
         if self.state in (State.FETCHING, State.CLOSED):
             return actions  # our own answer is coming; it will compare-and-set against it
@@ -481,11 +482,17 @@ class OriginMachine:
 
 
 def _newer(
-    record: OriginRecord, version: int | None, known: OriginRecord | None, known_version: int | None
+    record: OriginRecord,
+    version: int | None,
+    known: OriginRecord | None,
+    known_version: int | None,
+    *,
+    kept: bool = False,
 ) -> bool:
-    """Whether ``record`` replaces ``known``: a higher store version, else a later fetch."""
+    """Whether ``record`` replaces ``known``: a higher store version, else (unless
+    ``kept``, see ``changed``) a later fetch."""
     if known is None:
         return True
     if version is not None and known_version is not None:
         return version > known_version
-    return (record.fetched_at, record.retry_at) > (known.fetched_at, known.retry_at)
+    return kept or (record.fetched_at, record.retry_at) > (known.fetched_at, known.retry_at)

@@ -31,7 +31,10 @@ what it took under a receipt for a minute, and a call repeated after a lost repl
 ``take_held`` also stand for the requests until the process has handed them to the
 engine (``handed_over``, which drops them): listed in ``receipts:<process>`` (and the
 process in ``receipting``), those of a process killed in between are adopted with its
-held requests, so that none is lost in that moment.
+held requests, so that none is lost in that moment. (A taker that cannot drop them,
+Redis unreachable as it closes, or frozen past its heartbeat in that moment, leaves
+them to be adopted too: a second copy, which scrapy-redis's duplicate filter drops
+unless the request has ``dont_filter``.)
 
 Every call that cannot reach Redis raises ``StoreUnavailable``, except ``hold``: a
 request that cannot be written is kept in this process and written once Redis answers
@@ -99,9 +102,8 @@ _GET_CONNECTION_NEEDS_NAME = (
     .default
     is inspect.Parameter.empty
 )
-#: Seconds a receipt of taken requests is kept: for a repeated call, and for the peers
-#: to adopt the requests of a process killed before it handed them over (they do 5 s
-#: after its last heartbeat, ALIVE_TTL).
+#: Seconds the receipt of an adoption is kept, for a repeated call. A take's receipt is
+#: kept until the taker handed its requests over, or the peers adopted them.
 RECEIPT_TTL = 60.0
 #: Orphaned requests adopted per call at most (the script runs inside Redis).
 ADOPT_LIMIT = 1000
@@ -270,9 +272,7 @@ else
 end
 if #out == 0 then return out end
 for i = 1, #out, 128 do redis.call('RPUSH', KEYS[3], unpack(out, i, math.min(i + 127, #out))) end
-redis.call('PEXPIRE', KEYS[3], RECEIPT_MS)
 redis.call('SADD', KEYS[5], KEYS[3] .. '\\n' .. ARGV[3])
-redis.call('PEXPIRE', KEYS[5], RECEIPT_MS)
 redis.call('SADD', KEYS[6], ARGV[4])
 local remaining = {}
 for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
@@ -335,6 +335,7 @@ for _, owner in ipairs(redis.call('SMEMBERS', KEYS[5])) do
   if owner ~= ARGV[3] and redis.call('EXISTS', ARGV[2] .. ':alive:' .. owner) == 0 then
     local receipts = ARGV[2] .. ':receipts:' .. owner
     for _, member in ipairs(redis.call('SMEMBERS', receipts)) do
+      if count >= limit then break end
       local cut = string.find(member, '\\n', 1, true)
       local receipt = string.sub(member, 1, cut - 1)
       local key = string.sub(member, cut + 1)
@@ -355,9 +356,9 @@ for _, owner in ipairs(redis.call('SMEMBERS', KEYS[5])) do
       end
       if #taken > 1 then redis.call('SADD', KEYS[4], key) end
       redis.call('DEL', receipt)
+      redis.call('SREM', receipts, member)
     end
-    redis.call('DEL', receipts)
-    redis.call('SREM', KEYS[5], owner)
+    if redis.call('SCARD', receipts) == 0 then redis.call('SREM', KEYS[5], owner) end
   end
 end
 if #out > 0 then
@@ -537,15 +538,19 @@ class RedisOriginStore:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         try:
-            await asyncio.wait_for(self._beat(), CLOSE_FLUSH_TIMEOUT)
-            # Every take answered by then is handed over, left to the fleet or ended by
-            # the crawl (one answering late too): its receipt goes. One still unanswered
-            # leaves its receipt to the fleet, as a take never answered leaves its requests.
+            # Every take answered by now is handed over, left to the fleet or ended by
+            # the crawl (one answering late too): its receipt goes, whether or not the
+            # heartbeat below gets through. One still unanswered leaves its receipt to
+            # the fleet, as a take never answered leaves its requests.
             if self._taker is not None:
                 await asyncio.wait({self._taker}, timeout=CLOSE_FLUSH_TIMEOUT)
             self._receipts.extend(self._unreturned_receipts)
             self._unreturned_receipts.clear()
             await asyncio.wait_for(self.handed_over(), CLOSE_FLUSH_TIMEOUT)
+        except (RedisError, OSError, StoreUnavailable, asyncio.TimeoutError) as exc:
+            logger.debug("Closing the Redis store: %s", exc)
+        try:
+            await asyncio.wait_for(self._beat(), CLOSE_FLUSH_TIMEOUT)
             await redis.delete(self._key("alive", self.me))
         except (RedisError, OSError, StoreUnavailable, asyncio.TimeoutError) as exc:
             logger.debug("Closing the Redis store: %s", exc)
@@ -583,6 +588,8 @@ class RedisOriginStore:
             )
             if self._stats is not None:
                 self._stats.inc_value(CORRUPT_STAT)
+        if self._receipts:  # a drop that failed before: the sooner the better
+            await self.handed_over()
         async with redis.pipeline(transaction=False) as pipe:
             pipe.set(self._key("alive", self.me), str(os.getpid()), px=_ms(ALIVE_TTL))
             pipe.get(self._key("generation"))
