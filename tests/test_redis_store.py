@@ -26,6 +26,7 @@ from scrapy_rep9309.storage.redisstore import (
     ALIVE_TTL,
     CORRUPT_STAT,
     HEADER_LIMIT,
+    HEARTBEAT_INTERVAL,
     UNREADABLE_HELD_STAT,
     RedisOriginStore,
     decode_record,
@@ -721,3 +722,75 @@ async def test_receipts_are_adopted_within_the_adoption_limit(
         "http://c.com",
     ]
     assert await survivor.adopt_orphans() == []
+
+
+@deferred_f_from_coro_f
+async def test_a_receipt_stays_until_its_requests_are_handed_over(fleet: _Fleet) -> None:
+    """The heartbeat tries again only drops that failed: the receipt of a take whose
+    requests are not with the engine yet stays (found by the third round: it was
+    dropped within a second, and a kill before the hand-over lost them again)."""
+    one = await fleet.open()
+    client = fleet.server.client()
+    await one.hold(KEY, HeldRequest(1, 100.0, "held"))
+    await one.take_held(KEY)
+    (receipt,) = client.keys("rep9309:receipt:*")
+
+    await asyncio.sleep(HEARTBEAT_INTERVAL * 2.5)
+
+    assert client.exists(receipt)
+    await one.handed_over()
+    assert not client.exists(receipt)
+
+
+@deferred_f_from_coro_f
+async def test_a_take_answered_after_the_close_dropped_the_receipts_drops_its_own(
+    fleet: _Fleet,
+) -> None:
+    """Its caller ends what it took (the driver's late end, as the spider closed): no
+    receipt may stay for a peer to adopt the same requests again (found by the third
+    round, with Redis stalled at close)."""
+    one = await fleet.open()
+    client = fleet.server.client()
+    await one.hold(KEY, HeldRequest(1, 100.0, "held"))
+    one._receipts_dropped = True  # as once close() dropped them
+
+    assert [held.request for held in await one.take_held(KEY)] == ["held"]
+
+    await _eventually(lambda: not client.keys("rep9309:receipt:*"), 3.0, "its drop")
+    assert not client.smembers(f"rep9309:receipts:{one.me}")
+
+
+@deferred_f_from_coro_f
+async def test_a_closed_process_leaves_no_receipt_keys(fleet: _Fleet) -> None:
+    one = await fleet.open()
+    await one.hold(KEY, HeldRequest(1, 100.0, "held"))
+    await one.take_held(KEY)
+    await one.handed_over()
+
+    await one.close()
+
+    client = fleet.server.client()
+    assert not client.keys("rep9309:receipt*"), client.keys("rep9309:receipt*")
+
+
+@deferred_f_from_coro_f
+async def test_receipt_keys_of_another_type_neither_lose_requests_nor_stop_adoption(
+    fleet: _Fleet,
+) -> None:
+    """Something else wrote ``receipts:<process>`` keys (found by the third round: a take
+    failed half done, the peer's request vanished, and every adoption failed)."""
+    killed, survivor = await fleet.open(), await fleet.open()
+    client = fleet.server.client()
+    client.set(f"rep9309:receipts:{killed.me}", "a string")
+    client.sadd("rep9309:receipting", "gone")
+    client.set("rep9309:receipts:gone", "a string too")
+    await killed.hold(KEY, HeldRequest(1, 100.0, "held"))
+    assert [held.request for held in await killed.take_held(KEY)] == ["held"]
+    for task in killed._tasks:  # no goodbye, no more heartbeats: as after SIGKILL
+        task.cancel()
+    killed._closing = True
+    await asyncio.sleep(ALIVE_TTL + 0.2)
+
+    adopted = await survivor.adopt_orphans()
+
+    assert [held.request for _, held in adopted] == ["held"]

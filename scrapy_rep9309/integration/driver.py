@@ -1063,8 +1063,9 @@ class OriginDriver:
                 reason = IgnoreRequest(request.meta.pop(EXPIRED_META)) if expired else error
                 self._spawn(call_errback(request, reason))
         if self._taken_from_store:
-            # Fleet: what the takes answered so far got is with the engine now; until
+            # Fleet: what the takes returned so far got is with the engine now; until
             # this, the store kept it for the others should this process be killed.
+            # The store reads which takes when called (now), not when the call runs.
             self._taken_from_store = False
             self._spawn(self.store.handed_over(), busy=False)
 

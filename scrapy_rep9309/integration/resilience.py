@@ -126,11 +126,11 @@ class PatientStore:
         withdraw = getattr(self.inner, "withdraw_unwritten", None)
         return [] if withdraw is None else await withdraw()
 
-    async def handed_over(self) -> None:
-        # Best effort by the store itself (it tries again with its next call): not waited out.
+    def handed_over(self) -> Awaitable[None]:
+        """Called as the store's own (it reads which takes when called), not waited out:
+        the store tries a failed drop again itself."""
         handed_over = getattr(self.inner, "handed_over", None)
-        if handed_over is not None:
-            await handed_over()
+        return _done() if handed_over is None else handed_over()
 
     async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
         adopt = getattr(self.inner, "adopt_orphans", None)
@@ -179,6 +179,10 @@ class PatientStore:
 
     def __repr__(self) -> str:
         return f"<PatientStore {self.inner!r}>"
+
+
+async def _done() -> None:
+    """Nothing to wait for."""
 
 
 async def _sleep(seconds: float) -> None:

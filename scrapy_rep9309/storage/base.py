@@ -29,7 +29,7 @@ has no usable copy there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -159,8 +159,9 @@ class SharedOriginStore(OriginStore, Protocol):
         return them with their keys, original deadlines, and tokens the store chose.
         Also those such a process took (``take_held``) and had not handed over."""
 
-    async def handed_over(self) -> None:
-        """Optional. Every request ``take_held`` returned so far is with the engine now
-        (scheduled, or on its way to its errback). A store may keep what it took until
-        then, for ``adopt_orphans`` to give to another process if this one dies first
-        (killed between the take and the hand-over, it would lose them)."""
+    def handed_over(self) -> Awaitable[None]:
+        """Optional. Every request ``take_held`` returned so far (read when called, not
+        when awaited) is with the engine now (scheduled, or on its way to its errback). A
+        store may keep what it took until then, for ``adopt_orphans`` to give to another
+        process if this one dies first (killed between the take and the hand-over, it
+        would lose them)."""

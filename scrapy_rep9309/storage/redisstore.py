@@ -272,6 +272,10 @@ else
 end
 if #out == 0 then return out end
 for i = 1, #out, 128 do redis.call('RPUSH', KEYS[3], unpack(out, i, math.min(i + 127, #out))) end
+for i = 5, 6 do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if kind ~= 'set' and kind ~= 'none' then redis.call('DEL', KEYS[i]) end
+end
 redis.call('SADD', KEYS[5], KEYS[3] .. '\\n' .. ARGV[3])
 redis.call('SADD', KEYS[6], ARGV[4])
 local remaining = {}
@@ -331,31 +335,42 @@ for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     if redis.call('SCARD', holding) == 0 then redis.call('SREM', KEYS[1], owner) end
   end
 end
-for _, owner in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+local owners = {}
+if redis.call('TYPE', KEYS[5]).ok == 'set' then owners = redis.call('SMEMBERS', KEYS[5]) end
+for _, owner in ipairs(owners) do
   if owner ~= ARGV[3] and redis.call('EXISTS', ARGV[2] .. ':alive:' .. owner) == 0 then
     local receipts = ARGV[2] .. ':receipts:' .. owner
-    for _, member in ipairs(redis.call('SMEMBERS', receipts)) do
+    local members = {}
+    local kind = redis.call('TYPE', receipts).ok
+    if kind == 'set' then
+      members = redis.call('SMEMBERS', receipts)
+    elseif kind ~= 'none' then
+      redis.call('DEL', receipts)
+    end
+    for _, member in ipairs(members) do
       if count >= limit then break end
       local cut = string.find(member, '\\n', 1, true)
-      local receipt = string.sub(member, 1, cut - 1)
-      local key = string.sub(member, cut + 1)
-      local held = ARGV[2] .. ':held:' .. key
-      local kind = redis.call('TYPE', held).ok
-      if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', held) end
-      local taken = {}
-      if redis.call('TYPE', receipt).ok == 'list' then
-        taken = redis.call('LRANGE', receipt, 0, -1)
+      if cut then
+        local receipt = string.sub(member, 1, cut - 1)
+        local key = string.sub(member, cut + 1)
+        local held = ARGV[2] .. ':held:' .. key
+        local kind = redis.call('TYPE', held).ok
+        if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', held) end
+        local taken = {}
+        if redis.call('TYPE', receipt).ok == 'list' then
+          taken = redis.call('LRANGE', receipt, 0, -1)
+        end
+        for i = 1, #taken - 1, 2 do
+          local new = ARGV[3] .. ':' .. taken[i]
+          redis.call('HSET', held, new, taken[i + 1])
+          out[#out + 1] = key
+          out[#out + 1] = new
+          out[#out + 1] = taken[i + 1]
+          count = count + 1
+        end
+        if #taken > 1 then redis.call('SADD', KEYS[4], key) end
+        redis.call('DEL', receipt)
       end
-      for i = 1, #taken - 1, 2 do
-        local new = ARGV[3] .. ':' .. taken[i]
-        redis.call('HSET', held, new, taken[i + 1])
-        out[#out + 1] = key
-        out[#out + 1] = new
-        out[#out + 1] = taken[i + 1]
-        count = count + 1
-      end
-      if #taken > 1 then redis.call('SADD', KEYS[4], key) end
-      redis.call('DEL', receipt)
       redis.call('SREM', receipts, member)
     end
     if redis.call('SCARD', receipts) == 0 then redis.call('SREM', KEYS[5], owner) end
@@ -463,6 +478,10 @@ class RedisOriginStore:
         #: and of those answered, not returned yet (``close`` drops both).
         self._receipts: list[str] = []
         self._unreturned_receipts: set[str] = set()
+        #: Receipts whose drop Redis did not answer: the heartbeat tries again.
+        self._failed_drops: list[str] = []
+        #: Set once ``close`` dropped the receipts: a take answered later drops its own.
+        self._receipts_dropped = False
         #: Commands asked for in this moment, sent in one pipeline by ``_send_outgoing``.
         self._outgoing: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._sending = False
@@ -544,9 +563,11 @@ class RedisOriginStore:
             # the fleet, as a take never answered leaves its requests.
             if self._taker is not None:
                 await asyncio.wait({self._taker}, timeout=CLOSE_FLUSH_TIMEOUT)
-            self._receipts.extend(self._unreturned_receipts)
+            members = [*self._receipts, *self._unreturned_receipts, *self._failed_drops]
+            self._receipts, self._failed_drops = [], []
             self._unreturned_receipts.clear()
-            await asyncio.wait_for(self.handed_over(), CLOSE_FLUSH_TIMEOUT)
+            self._receipts_dropped = True
+            await asyncio.wait_for(self._drop_receipts(members, leaving=True), CLOSE_FLUSH_TIMEOUT)
         except (RedisError, OSError, StoreUnavailable, asyncio.TimeoutError) as exc:
             logger.debug("Closing the Redis store: %s", exc)
         try:
@@ -588,8 +609,9 @@ class RedisOriginStore:
             )
             if self._stats is not None:
                 self._stats.inc_value(CORRUPT_STAT)
-        if self._receipts:  # a drop that failed before: the sooner the better
-            await self.handed_over()
+        if self._failed_drops:  # the sooner the better: peers may adopt them otherwise
+            members, self._failed_drops = self._failed_drops, []
+            await self._drop_receipts(members)
         async with redis.pipeline(transaction=False) as pipe:
             pipe.set(self._key("alive", self.me), str(os.getpid()), px=_ms(ALIVE_TTL))
             pipe.get(self._key("generation"))
@@ -1083,7 +1105,7 @@ class RedisOriginStore:
         if self._taker is None:
             self._taker = asyncio.ensure_future(self._take_batches())
         requests, receipt = await taken
-        if receipt is not None:
+        if receipt is not None and not self._receipts_dropped:
             # Returned now: the caller queues them for its engine before anything else
             # runs, so the next ``handed_over`` (after the engine took its queue) may drop
             # this receipt; one answered but not returned yet to its caller stays.
@@ -1153,7 +1175,10 @@ class RedisOriginStore:
                 receipts.append(f"{receipt}\n{key}")
             plans.append((key, wanted, local, call))
         replies = await self._pipelined_in_step(calls) if calls else []
-        self._unreturned_receipts.update(receipts)
+        if self._receipts_dropped:  # answered after close dropped ours: its caller ends them
+            self._drop_late_receipts(receipts)
+        else:
+            self._unreturned_receipts.update(receipts)
         answers: list[tuple[list[HeldRequest], str | None]] = []
         for key, wanted, local, call in plans:
             mine = self._mine.get(key, {})
@@ -1177,33 +1202,45 @@ class RedisOriginStore:
             answers.append((self._decode_held(key, taken, live), receipt))
         return answers
 
-    async def handed_over(self) -> None:
-        """The requests of every take answered so far are with the engine now (scheduled,
+    def handed_over(self) -> Awaitable[None]:
+        """The requests of every take returned so far are with the engine now (scheduled,
         or sent to their errback): their receipts, which stood for them in case this
-        process was killed first, are dropped. Best effort: if Redis does not answer,
-        they are dropped with the next call (or expire, RECEIPT_TTL)."""
-        await self._drop_receipts(self._receipts)
+        process was killed first, are dropped. Which ones is read when called, not when
+        awaited: a take returned in between may have its requests still in the driver's
+        queue. Best effort: a drop Redis does not answer is tried again by the heartbeat."""
+        members, self._receipts = self._receipts, []
+        return self._drop_receipts(members)
 
-    async def _drop_receipts(self, receipts: list[str]) -> None:
-        """Drop ``receipts`` (a list this store keeps: emptied, or refilled on failure)."""
-        members = list(receipts)
-        receipts.clear()
+    async def _drop_receipts(self, members: list[str], *, leaving: bool = False) -> None:
+        """Drop the receipts ``members``; kept for the heartbeat to try again if Redis does
+        not answer. ``leaving`` (the store closes): also leave ``receipting`` if no
+        receipt of ours is left."""
         redis = self._redis
-        if not members or redis is None:
+        if redis is None or not (members or leaving):
             return
         keys = [member.split("\n", 1)[0] for member in members]
+        mine = self._key("receipts", self.me)
 
         async def drop() -> None:
             async with redis.pipeline(transaction=False) as pipe:
-                pipe.srem(self._key("receipts", self.me), *members)
-                pipe.delete(*keys)
-                await pipe.execute()
+                if members:
+                    pipe.srem(mine, *members)
+                    pipe.delete(*keys)
+                pipe.scard(mine)
+                left = (await pipe.execute())[-1]
+            if leaving and not left:
+                await redis.srem(self._key("receipting"), self.me)
 
         try:
             await self._call(drop)
         except (StoreUnavailable, _WrongType) as exc:
             logger.debug("Receipts of taken requests not dropped yet: %s", exc)
-            receipts[:0] = members
+            self._failed_drops.extend(members)
+
+    def _drop_late_receipts(self, members: list[str]) -> None:
+        task = asyncio.ensure_future(self._drop_receipts(members))
+        self._senders.add(task)
+        task.add_done_callback(self._senders.discard)
 
     async def held_keys(self) -> list[str]:
         """Origins with requests held by processes that are gone (stopped or killed):
