@@ -7,12 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy import Request
-from scrapy.utils.defer import deferred_f_from_coro_f, maybe_deferred_to_future
+from scrapy.utils.defer import (
+    deferred_f_from_coro_f,
+    deferred_from_coro,
+    maybe_deferred_to_future,
+)
 
 from tests.crawl import NO_RANDOM_DELAY, Wait, run_crawl
 from tests.servers import ServerPool, rules
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from scrapy.crawler import Crawler
 
 PAGES = [f"/page/{n}" for n in range(4)]
@@ -130,7 +136,14 @@ class DownloadingTwoPagesAtOpenPipeline:
     def from_crawler(cls, crawler: Crawler) -> DownloadingTwoPagesAtOpenPipeline:
         return cls(crawler)
 
-    async def open_spider(self, spider: object = None) -> None:
+    def open_spider(self, spider: object = None) -> Awaitable[None]:
+        engine = self.crawler.engine
+        assert engine is not None
+        if getattr(engine, "download_async", None) is None:  # Scrapy 2.13 waits for a Deferred
+            return deferred_from_coro(self._download_pages())
+        return self._download_pages()  # a coroutine, which Scrapy >= 2.14 awaits
+
+    async def _download_pages(self) -> None:
         engine = self.crawler.engine
         assert engine is not None
         for url in self.crawler.settings.getlist("PIPELINE_URLS"):
