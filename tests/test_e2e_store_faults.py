@@ -215,57 +215,60 @@ async def test_store_calls_waiting_out_an_outage_stop_when_the_spider_closes(
     assert adds_up(result), result.robotstxt_stats()
 
 
-class PeerWritesFirst(MemoryStore):
-    """Another process stores its own answer just before ours (a compare-and-set
-    conflict): ``peer_offset`` seconds newer (or older) than ours, forbidding everything."""
+class PeerSavesFirst(MemoryStore):
+    """Another process stores its own record of an origin just before our first save of
+    it (a compare-and-set conflict); ``peer_record`` says what it stores."""
 
-    peer_offset = 1.0
     #: What the store holds at the end, for the test to look at.
     last: MemoryStore | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         type(self).last = self
-        self._peer_wrote: set[str] = set()
+        self._peer_saved: set[str] = set()
+
+    def peer_record(self, ours: OriginRecord) -> OriginRecord:
+        raise NotImplementedError
 
     async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
-        if key not in self._peer_wrote:
-            self._peer_wrote.add(key)
-            peer = OriginRecord(
-                AVAILABLE,
-                200,
-                b"User-agent: *\nDisallow: /\n",
-                fetched_at=record.fetched_at + self.peer_offset,
-                expires_at=record.expires_at + self.peer_offset,
-            )
-            await super().save(key, peer, expected)
+        if key not in self._peer_saved:
+            self._peer_saved.add(key)
+            await super().save(key, self.peer_record(record), expected)
         return await super().save(key, record, expected)
+
+
+class PeerWritesFirst(PeerSavesFirst):
+    """The peer's answer forbids everything and was fetched ``peer_offset`` seconds after
+    ours (or before it, when negative)."""
+
+    peer_offset = 1.0
+
+    def peer_record(self, ours: OriginRecord) -> OriginRecord:
+        return OriginRecord(
+            AVAILABLE,
+            200,
+            b"User-agent: *\nDisallow: /\n",
+            fetched_at=ours.fetched_at + self.peer_offset,
+            expires_at=ours.expires_at + self.peer_offset,
+        )
 
 
 class OlderPeerWritesFirst(PeerWritesFirst):
     peer_offset = -100.0
 
 
-class PeerReachedItWhileWeCouldNot(MemoryStore):
+class PeerReachedItWhileWeCouldNot(PeerSavesFirst):
     """Another process stored a fresh answer (Disallow: /private) a second before our
     fetch ended unreachable: it got the lease after ours lapsed (a stalled process)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._peer_wrote: set[str] = set()
-
-    async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
-        if key not in self._peer_wrote:
-            self._peer_wrote.add(key)
-            peer = OriginRecord(
-                AVAILABLE,
-                200,
-                PRIVATE.encode(),
-                fetched_at=record.fetched_at - 1,
-                expires_at=record.fetched_at + 3600,
-            )
-            await super().save(key, peer, expected)
-        return await super().save(key, record, expected)
+    def peer_record(self, ours: OriginRecord) -> OriginRecord:
+        return OriginRecord(
+            AVAILABLE,
+            200,
+            PRIVATE.encode(),
+            fetched_at=ours.fetched_at - 1,
+            expires_at=ours.fetched_at + 3600,
+        )
 
 
 @deferred_f_from_coro_f
@@ -345,24 +348,13 @@ async def test_requests_taken_over_after_the_close_are_left_to_the_fleet(
     assert stats.get("robotstxt/fleet/adopted") == stats.get("robotstxt/fleet/left") == 1
 
 
-class PeerFailedJustAfterUs(MemoryStore):
+class PeerFailedJustAfterUs(PeerSavesFirst):
     """Another process, with no copy of its own, stored its failure to reach the server
     (a second after our fetch answered) just before our fresh answer."""
 
-    last: MemoryStore | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        type(self).last = self
-        self._peer_wrote: set[str] = set()
-
-    async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
-        if key not in self._peer_wrote:
-            self._peer_wrote.add(key)
-            at = record.fetched_at + 1
-            peer = OriginRecord(UNREACHABLE, 503, b"", at, at, 1, at + 60, "HTTP 503")
-            await super().save(key, peer, expected)
-        return await super().save(key, record, expected)
+    def peer_record(self, ours: OriginRecord) -> OriginRecord:
+        at = ours.fetched_at + 1
+        return OriginRecord(UNREACHABLE, 503, b"", at, at, 1, at + 60, "HTTP 503")
 
 
 @deferred_f_from_coro_f

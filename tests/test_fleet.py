@@ -139,6 +139,26 @@ def _downloaded_once(sites: list[ScriptedOrigin], *, private: bool) -> None:
             assert not [path for path in downloaded if path.startswith("/private")], site
 
 
+def _survivors_took_over(
+    fleet: Fleet,
+    server: RedisServer,
+    urls: list[str],
+    sites: list[ScriptedOrigin],
+    forbidden: list[str],
+) -> None:
+    """What a killed process held, the survivors adopted, each request once: none lost,
+    none twice, the ``forbidden`` paths forbidden, nothing left held in Redis."""
+    survivors = ["one", "two"]
+    outcomes = _outcomes(fleet, survivors)
+    assert sorted(url for url, _ in outcomes) == sorted(urls), "none lost, none twice"
+    assert {url for url, outcome in outcomes if outcome == FORBIDDEN} == {
+        site.url(path) for site in sites for path in forbidden
+    }
+    assert _stat(fleet, survivors, "robotstxt/fleet/adopted") == len(urls)
+    _downloaded_once(sites, private=False)
+    assert not server.client().keys("rep9309:held:*")
+
+
 @deferred_f_from_coro_f
 async def test_a_fleet_of_three_fetches_each_robots_txt_once(
     servers: ServerPool, redis_server: RedisServer, workdir: Path
@@ -214,16 +234,8 @@ async def test_requests_held_by_a_killed_process_are_taken_over(
     finally:
         fleet.kill_all()
 
-    survivors = ["one", "two"]
-    outcomes = _outcomes(fleet, survivors)
-    assert sorted(url for url, _ in outcomes) == sorted(urls), "none lost, none twice"
-    assert {url for url, outcome in outcomes if outcome == FORBIDDEN} == {
-        site.url("/private/c") for site in slow
-    }
-    assert _stat(fleet, survivors, "robotstxt/fleet/adopted") == len(urls)
+    _survivors_took_over(fleet, redis_server, urls, slow, forbidden=["/private/c"])
     assert [len(site.robots_fetches) for site in slow] == [2] * len(slow)
-    _downloaded_once(slow, private=False)
-    assert not client.keys("rep9309:held:*")
 
 
 @deferred_f_from_coro_f
@@ -250,14 +262,5 @@ async def test_requests_taken_by_a_process_killed_before_it_handed_them_over_are
     finally:
         fleet.kill_all()
 
-    survivors = ["one", "two"]
-    outcomes = _outcomes(fleet, survivors)
-    assert sorted(url for url, _ in outcomes) == sorted(urls), "none lost"
-    assert set(outcomes.values()) == {1}, "none twice"
-    assert {url for url, outcome in outcomes if outcome == FORBIDDEN} == {
-        site.url(path) for site in slow for path in ("/private/f", "/private/g")
-    }
-    assert _stat(fleet, survivors, "robotstxt/fleet/adopted") == len(urls)
-    _downloaded_once(slow, private=False)
-    assert not client.keys("rep9309:held:*")
+    _survivors_took_over(fleet, redis_server, urls, slow, forbidden=["/private/f", "/private/g"])
     assert not client.keys("rep9309:receipts:*"), "no receipt left standing for requests"

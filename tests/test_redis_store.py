@@ -97,6 +97,13 @@ def fleet(redis_server: RedisServer) -> Iterator[_Fleet]:
         pytest_twisted.blockon(deferred_from_coro(group.close()))
 
 
+def _kill(store: RedisOriginStore) -> None:
+    """No goodbye and no more heartbeats, as after SIGKILL: its peers see it die."""
+    for task in store._tasks:
+        task.cancel()
+    store._closing = True
+
+
 async def _eventually(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -531,9 +538,7 @@ async def test_requests_of_a_killed_process_are_adopted_after_its_heartbeat_stop
 ) -> None:
     killed, survivor = await fleet.open(), await fleet.open()
     await killed.hold(KEY, HeldRequest(1, 100.0, "held"))
-    for task in killed._tasks:  # no goodbye, no more heartbeats: as after SIGKILL
-        task.cancel()
-    killed._closing = True
+    _kill(killed)
     assert await survivor.adopt_orphans() == []
     await asyncio.sleep(ALIVE_TTL + 0.2)
     adopted = await survivor.adopt_orphans()
@@ -600,9 +605,7 @@ async def test_requests_taken_by_a_process_killed_before_it_handed_them_over_are
     await killed.hold(KEY, HeldRequest(2, 100.0, "its own"))
     taken = await killed.take_held(KEY)
     assert sorted(held.request for held in taken) == ["its own", "the peer's"]
-    for task in killed._tasks:  # no goodbye, no more heartbeats: as after SIGKILL
-        task.cancel()
-    killed._closing = True
+    _kill(killed)
     assert await survivor.adopt_orphans() == [], "not while its heartbeat lasts"
     await asyncio.sleep(ALIVE_TTL + 0.2)
 
@@ -626,9 +629,7 @@ async def test_requests_handed_over_before_the_taker_dies_are_not_adopted(
     assert [held.request for held in await killed.take_held(KEY)] == ["held"]
     await killed.handed_over()
     assert not fleet.server.client().keys("rep9309:receipt:*")
-    for task in killed._tasks:
-        task.cancel()
-    killed._closing = True
+    _kill(killed)
     await asyncio.sleep(ALIVE_TTL + 0.2)
 
     assert await survivor.adopt_orphans() == []
@@ -707,9 +708,7 @@ async def test_receipts_are_adopted_within_the_adoption_limit(
     for n, key in enumerate(("http://a.com", "http://b.com", "http://c.com")):
         await killed.hold(key, HeldRequest(n, 100.0, key))
         await killed.take_held(key)
-    for task in killed._tasks:
-        task.cancel()
-    killed._closing = True
+    _kill(killed)
     await asyncio.sleep(ALIVE_TTL + 0.2)
 
     first = await survivor.adopt_orphans()
@@ -786,9 +785,7 @@ async def test_receipt_keys_of_another_type_neither_lose_requests_nor_stop_adopt
     client.set("rep9309:receipts:gone", "a string too")
     await killed.hold(KEY, HeldRequest(1, 100.0, "held"))
     assert [held.request for held in await killed.take_held(KEY)] == ["held"]
-    for task in killed._tasks:  # no goodbye, no more heartbeats: as after SIGKILL
-        task.cancel()
-    killed._closing = True
+    _kill(killed)
     await asyncio.sleep(ALIVE_TTL + 0.2)
 
     adopted = await survivor.adopt_orphans()

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from scrapy_rep9309.policy.cachecontrol import RETRY_AFTER_LIMIT
-from scrapy_rep9309.policy.record import AVAILABLE, UNREACHABLE, OriginRecord, within_limits
+from scrapy_rep9309.policy.record import (
+    AVAILABLE,
+    UNREACHABLE,
+    OriginRecord,
+    kept_over_ours,
+    within_limits,
+)
 from scrapy_rep9309.storage.base import HeldRequest, OriginStore
 from scrapy_rep9309.storage.lru import LRUCache
 from scrapy_rep9309.storage.memory import MemoryStore
@@ -185,6 +191,29 @@ def test_a_record_read_back_is_held_to_this_runs_settings() -> None:
     assert within_limits(from_the_future, _Timing(), now).expires_at == now + 100
     old = dataclasses.replace(kept, fetched_at=now - 500, expires_at=now + 1_000)
     assert not within_limits(old, _Timing(), now).is_usable(now, 0)
+
+
+def test_after_a_lost_compare_and_set_a_fresh_answer_stands_over_a_failure() -> None:
+    """Which record the store keeps when someone else saved first: of a fresh answer
+    and a failure to reach the server, the fresh answer, whichever was fetched later;
+    else the later fetch (the stored one on a tie)."""
+    now = 10_000.0
+
+    def answer(at: float) -> OriginRecord:
+        return OriginRecord(AVAILABLE, 200, b"x", fetched_at=at, expires_at=at + 100)
+
+    def failure(at: float) -> OriginRecord:
+        return OriginRecord(UNREACHABLE, 503, b"", at, at, 1, at + 60, "HTTP 503")
+
+    assert kept_over_ours(answer(now - 2), failure(now - 1), now)
+    assert not kept_over_ours(failure(now - 1), answer(now - 2), now)
+    assert kept_over_ours(answer(now - 1), answer(now - 2), now)
+    assert not kept_over_ours(answer(now - 2), answer(now - 1), now)
+    assert kept_over_ours(answer(now - 1), answer(now - 1), now)
+    assert kept_over_ours(failure(now - 1), failure(now - 2), now)
+    expired = answer(now - 500)  # fresh no longer: the later failure stands
+    assert kept_over_ours(failure(now - 1), expired, now)
+    assert not kept_over_ours(expired, failure(now - 1), now)
 
 
 def test_a_record_of_an_earlier_version_cut_at_the_limit_drops_its_cut_line() -> None:

@@ -44,7 +44,13 @@ from scrapy_rep9309.policy.machine import (
     Timer,
 )
 from scrapy_rep9309.policy.origin import Origin
-from scrapy_rep9309.policy.record import AVAILABLE, UNAVAILABLE, UNREACHABLE, OriginRecord
+from scrapy_rep9309.policy.record import (
+    AVAILABLE,
+    UNAVAILABLE,
+    UNREACHABLE,
+    OriginRecord,
+    kept_over_ours,
+)
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
 from scrapy_rep9309.storage.base import (
     EVERY_RECORD,
@@ -825,7 +831,7 @@ class OriginDriver:
             # record, or write ours over an older one (or over none).
             stored = await self.store.load(key)
             now = time.time()
-            if stored is not None and _stands_over(stored.record, action.record, now):
+            if stored is not None and kept_over_ours(stored.record, action.record, now):
                 actions = machine.changed(stored.record, stored.version, now, kept=True)
                 self._note_outcome(origin, machine, stored.record)
                 self._carry_out(origin, machine, actions)
@@ -1352,19 +1358,6 @@ class Leftover:
     deadline: float
     #: The copy that answered while the spider was closing; None: it never did.
     record: OriginRecord | None = None
-
-
-def _stands_over(stored: OriginRecord, ours: OriginRecord, now: float) -> bool:
-    """After our save lost its compare-and-set: whether the record someone else stored
-    stands, rather than ours written over it. Of a fresh answer and a failure to reach
-    the server, the fresh answer stands, whichever came later: a fresh copy may decide
-    while the file is unreachable (RFC 9309 2.4), and the failure may be the fetcher's
-    own (a process stalled past its lease times out late). Else the later fetch stands."""
-    if UNREACHABLE in (stored.outcome, ours.outcome):
-        stored_fresh, ours_fresh = stored.is_fresh(now), ours.is_fresh(now)
-        if stored_fresh != ours_fresh:
-            return stored_fresh
-    return stored.fetched_at >= ours.fetched_at
 
 
 def closed_before(request: Request) -> str:

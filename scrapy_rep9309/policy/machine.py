@@ -490,7 +490,8 @@ def _newer(
     kept: bool = False,
 ) -> bool:
     """Whether ``record`` replaces ``known``: a higher store version, else (unless
-    ``kept``, see ``changed``) a later fetch."""
+    ``kept``, see ``changed``) a later fetch. (Which of two records the store keeps
+    after a lost compare-and-set is ``record.kept_over_ours``.)"""
     if known is None:
         return True
     if version is not None and known_version is not None:

@@ -283,6 +283,19 @@ def record_after_fetch(
     )
 
 
+def kept_over_ours(stored: OriginRecord, ours: OriginRecord, now: float) -> bool:
+    """After our save lost its compare-and-set: whether the record someone else stored
+    stands, rather than ours written over it. Of a fresh answer and a failure to reach
+    the server, the fresh answer stands, whichever came later: a fresh copy may decide
+    while the file is unreachable (RFC 9309 2.4), and the failure may be the fetcher's
+    own (a process stalled past its lease times out late). Else the later fetch stands."""
+    if UNREACHABLE in (stored.outcome, ours.outcome):
+        stored_fresh, ours_fresh = stored.is_fresh(now), ours.is_fresh(now)
+        if stored_fresh != ours_fresh:
+            return stored_fresh
+    return stored.fetched_at >= ours.fetched_at
+
+
 def within_limits(record: OriginRecord, settings: RecordTiming, now: float) -> OriginRecord:
     """A record read back from outside this run (a JOBDIR state file), held to this run's
     settings: fetched no later than ``now``, used no longer than REP9309_CACHE_TTL after
