@@ -621,6 +621,39 @@ async def test_requests_taken_by_a_process_killed_before_it_handed_them_over_are
 
 
 @deferred_f_from_coro_f
+async def test_a_take_repeated_after_its_reply_was_lost_gets_the_same_requests(
+    fleet: _Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis carried the take out but its reply never came (the client's own retry lost
+    too): the store's caller repeats the call. Found by the third round: the repeat took
+    under a new receipt and found nothing, the requests waited in the first receipt until
+    this process closed. The repeat reuses the first receipt and gets them back."""
+    taker, holder = await fleet.open(), await fleet.open()
+    await holder.hold(KEY, HeldRequest(1, 100.0, "the peer's"))
+    await taker.hold(KEY, HeldRequest(2, 100.0, "its own"))
+    pipelined = taker._pipelined
+    lost = []
+
+    async def reply_lost(calls: Any) -> Any:
+        await pipelined(calls)
+        if not lost:
+            lost.append(calls)
+            raise ConnectionError("the reply was lost")
+        return await pipelined(calls)
+
+    monkeypatch.setattr(taker, "_pipelined", reply_lost)
+    with pytest.raises(StoreUnavailable):
+        await taker.take_held(KEY)
+    assert not fleet.server.client().keys("rep9309:held:*"), "Redis took them"
+
+    taken = await taker.take_held(KEY)
+
+    assert sorted(held.request for held in taken) == ["its own", "the peer's"]
+    await taker.handed_over()
+    assert not fleet.server.client().keys("rep9309:receipt:*"), "none left standing"
+
+
+@deferred_f_from_coro_f
 async def test_requests_handed_over_before_the_taker_dies_are_not_adopted(
     fleet: _Fleet,
 ) -> None:

@@ -26,8 +26,9 @@ What lives where, under ``<prefix>:`` (default ``rep9309:``):
   from the copy it keeps (``_mine``), so that none is lost with it.
 
 Taking held requests (``take_held``, ``adopt_orphans``) is idempotent: a script keeps
-what it took under a receipt for a minute, and a call repeated after a lost reply
-(the client retries once) gets the same requests back instead of none. The receipts of
+what it took under a receipt (an adoption's for a minute), and a call repeated after a
+lost reply (the client retries once; a take the caller repeats reuses its receipt) gets
+the same requests back instead of none. The receipts of
 ``take_held`` also stand for the requests until the process has handed them to the
 engine (``handed_over``, which drops them): listed in ``receipts:<process>`` (and the
 process in ``receipting``), those of a process killed in between are adopted with its
@@ -482,6 +483,10 @@ class RedisOriginStore:
         self._failed_drops: list[str] = []
         #: Set once ``close`` dropped the receipts: a take answered later drops its own.
         self._receipts_dropped = False
+        #: (origin key, entry ids or None for all) -> the receipt key of a take of them
+        #: whose reply was lost: Redis may have carried it out, so the caller's repeat
+        #: takes under the same receipt and gets what the first took.
+        self._unanswered_takes: dict[tuple[str, tuple[str, ...] | None], str] = {}
         #: Commands asked for in this moment, sent in one pipeline by ``_send_outgoing``.
         self._outgoing: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._sending = False
@@ -1146,6 +1151,7 @@ class RedisOriginStore:
         plans = []
         calls = []
         receipts: list[str] = []
+        asked_for: list[tuple[str, tuple[str, ...] | None]] = []
         for key, tokens in asked:
             mine = self._mine.get(key, {})
             if tokens is None:
@@ -1157,7 +1163,10 @@ class RedisOriginStore:
             if tokens is None or len(local) < len(wanted):
                 remote = () if tokens is None else [e for e in wanted if e not in local]
                 call = len(calls)
-                receipt = self._key("receipt", uuid.uuid4().hex)
+                asked_for.append((key, None if tokens is None else tuple(remote)))
+                receipt = self._unanswered_takes.pop(asked_for[-1], None) or self._key(
+                    "receipt", uuid.uuid4().hex
+                )
                 calls.append(
                     (
                         "take",
@@ -1174,7 +1183,12 @@ class RedisOriginStore:
                 )
                 receipts.append(f"{receipt}\n{key}")
             plans.append((key, wanted, local, call))
-        replies = await self._pipelined_in_step(calls) if calls else []
+        try:
+            replies = await self._pipelined_in_step(calls) if calls else []
+        except StoreUnavailable:
+            for what, receipt in zip(asked_for, receipts, strict=True):
+                self._unanswered_takes[what] = receipt.partition("\n")[0]
+            raise
         if self._receipts_dropped:  # answered after close dropped ours: its caller ends them
             self._drop_late_receipts(receipts)
         else:
