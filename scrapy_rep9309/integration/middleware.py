@@ -271,8 +271,9 @@ class RobotsTxtMiddleware:
 
     async def _forbidden_at_close(self, leftover: Leftover) -> bool:
         """Decide a request its robots.txt answered for while the spider was closing:
-        a forbidden (or usage-refused) one ends here, an allowed one is left to save or
-        close."""
+        a forbidden (or usage-refused) one ends here, an allowed one is left to close,
+        counted allowed (robots.txt let it through, the close stopped it: its origin is
+        not one whose every request robots.txt refused)."""
         assert leftover.record is not None
         try:
             self._decide(leftover.origin, leftover.record, leftover.request, downloading=False)
@@ -280,6 +281,7 @@ class RobotsTxtMiddleware:
             self.accounting.count(leftover.origin, "released")
             await call_errback(leftover.request, forbidden)
             return True
+        self.accounting.report(leftover.origin).allowed += 1
         return False
 
     async def _close_unsent(self, leftover: Leftover) -> None:

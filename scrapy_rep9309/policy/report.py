@@ -56,7 +56,8 @@ class OriginReport:
     #: downloaded responses (robots.txt and ``Content-Usage`` header combined) and of
     #: requests refused for them. Empty: the origin stated no preference.
     usage: tuple[str, ...] = ()
-    #: Requests its robots.txt let through (downloaded, or answered from the copy).
+    #: Requests its robots.txt let through (downloaded, or answered from the copy), and
+    #: those it allowed as the spider closed, which could not be downloaded any more.
     allowed: int = 0
     #: What refused its first forbidden or usage-refused request: the rule as written, its
     #: line and the group that applied, e.g. ``"Disallow: / (line 2, User-agent: *)"``.
