@@ -299,6 +299,28 @@ async def test_unreachable_info_line_as_documented(servers: ServerPool) -> None:
     assert any(pattern.match(m) for m in infos), [m for m in infos if "unreachable" in m]
 
 
+@deferred_f_from_coro_f
+async def test_unreachable_info_line_during_the_close_promises_no_next_attempt(
+    servers: ServerPool,
+) -> None:
+    """behaviour.md: a failure that comes while the spider closes says `no further attempt:
+    the spider is closing` (found by a second reviewer: it named a next attempt in 60 s
+    that never came)."""
+    site = servers.add(Reply(status=503, delay=1.3))
+
+    result = await run_crawl(
+        site.urls(["/a", "/b"]), {"CLOSESPIDER_TIMEOUT": 1, "DOWNLOAD_TIMEOUT": 5}
+    )
+
+    assert result.close_reason == "closespider_timeout"
+    assert site.robots_fetches[0].answered is not None, "the robots.txt did answer"
+    infos = [m for m in result.messages(logging.INFO) if "unreachable (" in m]
+    assert infos == [
+        f"robots.txt of {site.base} unreachable (HTTP 503): 2 requests held, "
+        "no further attempt: the spider is closing"
+    ]
+
+
 @pytest.mark.parametrize("how", ["DOWNLOAD_DELAY", "DOWNLOAD_SLOTS"])
 @deferred_f_from_coro_f
 async def test_crawl_delay_never_lowers_a_configured_delay(servers: ServerPool, how: str) -> None:

@@ -977,21 +977,25 @@ class OriginDriver:
             )
         elif machine.state is State.STALE:
             logger.info(
-                "robots.txt of %s unreachable (%s); using the copy fetched %.0f s ago, "
-                "next attempt in %.1f s",
+                "robots.txt of %s unreachable (%s); using the copy fetched %.0f s ago, %s",
                 origin,
                 record.last_failure,
                 now - record.fetched_at,
-                record.retry_at - now,
+                self._next_attempt(record, now),
             )
         else:
             logger.info(
-                "robots.txt of %s unreachable (%s): %d requests held, next attempt in %.1f s",
+                "robots.txt of %s unreachable (%s): %d requests held, %s",
                 origin,
                 record.last_failure,
                 len(machine.held),
-                record.retry_at - now,
+                self._next_attempt(record, now),
             )
+
+    def _next_attempt(self, record: OriginRecord, now: float) -> str:
+        if self._closing():
+            return "no further attempt: the spider is closing"
+        return f"next attempt in {record.retry_at - now:.1f} s"
 
     def _warn_ignored(self, origin: Origin, result: FetchResult) -> None:
         self.stats.inc_value(IGNORED_STAT)
