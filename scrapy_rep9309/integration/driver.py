@@ -1296,7 +1296,7 @@ class OriginDriver:
 
     def _closing(self) -> bool:
         """Whether the spider is closing or closed: no fetch, retry or release starts."""
-        return self._closed or _engine_closing(self.crawler)
+        return self._closed or engine_closing(self.crawler)
 
     def _wake(self, held: tuple[Held, ...], released: bool) -> None:
         for entry in held:
@@ -1410,7 +1410,7 @@ async def _at_most(deferred: Deferred[Any], seconds: float) -> bool:
     return True
 
 
-def _engine_closing(crawler: Crawler) -> bool:
+def engine_closing(crawler: Crawler) -> bool:
     """Whether the engine started closing the spider.
 
     No public API tells; ``ExecutionEngine._slot.closing`` is set from the start of

@@ -27,8 +27,10 @@ from scrapy import Request, signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest
 from scrapy.responsetypes import responsetypes
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 
 from scrapy_rep9309.integration.accounting import Accounting
@@ -43,6 +45,7 @@ from scrapy_rep9309.integration.driver import (
     call_errback,
     closed_before,
     closing_reason,
+    engine_closing,
 )
 from scrapy_rep9309.integration.fetch import live_download
 from scrapy_rep9309.integration.jobdir import (
@@ -55,9 +58,13 @@ from scrapy_rep9309.integration.jobdir import (
 from scrapy_rep9309.integration.lastlook import install as install_last_look
 from scrapy_rep9309.integration.requestcodec import RequestCodec
 from scrapy_rep9309.integration.resilience import PatientStore
-from scrapy_rep9309.integration.settings import Rep9309Settings, check_builtin_disabled
+from scrapy_rep9309.integration.settings import (
+    Rep9309Settings,
+    SettingsError,
+    check_builtin_disabled,
+)
 from scrapy_rep9309.integration.startup import log_parser_implementation
-from scrapy_rep9309.integration.timers import call_soon
+from scrapy_rep9309.integration.timers import call_later, call_soon
 from scrapy_rep9309.policy.decision import explain, is_allowed, refused, usage_preferences
 from scrapy_rep9309.policy.origin import Origin, origin_of_netloc
 from scrapy_rep9309.policy.record import AVAILABLE, within_limits
@@ -76,6 +83,7 @@ if TYPE_CHECKING:
     from scrapy_rep9309.policy.report import OriginReport
     from scrapy_rep9309.rules.robotstxt import Decision
     from scrapy_rep9309.rules.usage import Preference
+    from scrapy_rep9309.storage.base import OriginStore
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +118,8 @@ UNCACHED_COPY_META = "_rep9309_uncached_copy"
 #: Spider requests for robots.txt downloaded after all: the copy cannot stand in for a
 #: download (cut at REP9309_MAX_SIZE, a redirect not followed, refused locally).
 ROBOTS_COPY_DOWNLOADED_STAT = "robotstxt/robots_copy_downloaded"
+#: The spider's close reason when the store (REP9309_STORE) could not be opened.
+STORE_NOT_OPENED_REASON = "robotstxt_store_not_opened"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
 _SCHEMES = ("http", "https")
@@ -132,7 +142,7 @@ class RobotsTxtMiddleware:
         assert crawler.stats is not None
         self.stats = crawler.stats
         self.accounting = Accounting(crawler.stats, settings.cache_size, self._known)
-        self.store = build_from_crawler(settings.store, crawler)
+        self.store = _build_store(settings.store, crawler)
         # The driver's store calls wait out outages (docs/fleet.md), until it is closed.
         self._patient_store = PatientStore(self.store, crawler.stats)
         self.driver = OriginDriver(crawler, settings, self._patient_store, self.accounting)
@@ -172,10 +182,31 @@ class RobotsTxtMiddleware:
             ]
             install_last_look(engine.downloader, self._last_look, replace=True)
         self._codec = RequestCodec(spider)
-        await self._patient_store.open(self._codec, self._changed_elsewhere)
+        try:
+            await self._patient_store.open(self._codec, self._changed_elsewhere)
+        except Exception as exc:
+            self._stop_without_store(exc)
         if self._jobdir:
             await self._resume(read_state(self._jobdir))
         self.driver.start_orphan_sweep()
+
+    def _stop_without_store(self, exc: Exception) -> NoReturn:
+        """The store did not open (raised, or no answer within OPEN_TIMEOUT): the crawl
+        stops, its requests held until then ending "closed", rather than going on with
+        every origin unknown until REP9309_DEFER_TIMEOUT. CloseSpider from
+        ``spider_opened`` closes it before it starts where Scrapy honours that (2.19
+        does); elsewhere (2.13 logs it and goes on) it is closed once it runs."""
+        logger.error(
+            "REP9309_STORE: the robots.txt store %s could not be opened (%s: %s); the "
+            "spider closes (%s)",
+            global_object_name(type(self.store)),
+            global_object_name(type(exc)),
+            exc,
+            STORE_NOT_OPENED_REASON,
+            exc_info=exc,
+        )
+        close_once_running(self.crawler, STORE_NOT_OPENED_REASON)
+        raise CloseSpider(STORE_NOT_OPENED_REASON)
 
     def request_scheduled(
         self, request: Request, spider: Spider | None = None, **signal_arguments: Any
@@ -850,3 +881,31 @@ def _scheduler_trips(request: Request) -> int:
 def _origin_key(request: Request) -> Origin | None:
     parts = urlparse_cached(request)
     return origin_of_netloc(parts.scheme, parts.netloc)
+
+
+def _build_store(store_class: type, crawler: Crawler) -> OriginStore:
+    """REP9309_STORE's store; a ``from_crawler`` that returns nothing names the setting."""
+    try:
+        return build_from_crawler(store_class, crawler)
+    except TypeError as exc:
+        if "returned None" not in str(exc):
+            raise
+        raise SettingsError(f"Invalid value for REP9309_STORE: {exc}") from None
+
+
+def close_once_running(crawler: Crawler, reason: str, tries: int = 1200) -> None:
+    """Close the crawl's spider with ``reason`` once its engine runs (closing it while
+    it opens would cut its start-up short), unless it closed or started closing before;
+    looked at every 50 ms, a minute at most."""
+    engine = crawler.engine
+    if engine is None or getattr(engine, "spider", None) is None or engine_closing(crawler):
+        return
+    if not getattr(engine, "running", False):
+        if tries > 0:
+            call_later(0.05, close_once_running, crawler, reason, tries - 1)
+        return
+    close_async = getattr(engine, "close_spider_async", None)
+    if close_async is not None:
+        deferred_from_coro(close_async(reason=reason))
+    else:
+        engine.close_spider(crawler.spider, reason)

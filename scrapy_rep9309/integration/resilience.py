@@ -13,28 +13,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 
-from scrapy_rep9309.storage.base import StoreUnavailable
+from scrapy_rep9309.policy.record import OriginRecord
+from scrapy_rep9309.storage.base import StoredRecord, StoreUnavailable
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
-    from scrapy_rep9309.policy.record import OriginRecord
     from scrapy_rep9309.storage.base import (
         ChangeCallback,
         HeldRequest,
         OriginStore,
         RequestCodec,
-        StoredRecord,
     )
 
 logger = logging.getLogger(__name__)
 
 #: Seconds between attempts; the last one repeats.
 RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0)
+#: Seconds the store's ``open`` may take: one that has not opened by then stops the
+#: crawl, as one that raised does (a network store without a connect timeout).
+OPEN_TIMEOUT = 60.0
+#: Seconds the store's ``close`` may take before the spider closes without waiting.
+CLOSE_TIMEOUT = 30.0
 #: Stat counting store calls that failed (each attempt).
 ERRORS_STAT = "robotstxt/store/errors"
 _OUTAGES = (StoreUnavailable, ConnectionError, TimeoutError)
@@ -49,6 +54,9 @@ class PatientStore:
         self._stats = stats
         self._down = False
         self._closed = False
+        self._opened = False
+        #: Store methods whose bug (``_unless_buggy``) was logged already.
+        self._bugs_logged: set[str] = set()
 
     @property
     def shared(self) -> bool:
@@ -66,25 +74,48 @@ class PatientStore:
         return bool(getattr(self.inner, "answers_at_once", False))
 
     async def open(self, codec: RequestCodec, on_change: ChangeCallback) -> None:
-        await self.inner.open(codec, on_change)
+        """Open the store, OPEN_TIMEOUT seconds at most: raises what its ``open`` raised,
+        or TimeoutError. A store that did not open is not used, nor closed."""
+        try:
+            await _within(lambda: self.inner.open(codec, on_change), OPEN_TIMEOUT)
+        except Exception:
+            self._closed = True
+            raise
+        self._opened = True
 
     async def close(self) -> None:
-        """Calls still waiting for the store give up (with a neutral answer)."""
+        """Calls still waiting for the store give up (with a neutral answer); the store
+        closes, CLOSE_TIMEOUT seconds at most (the spider's close must not hang on it)."""
         self._closed = True
-        await self.inner.close()
+        if not self._opened:
+            return
+        try:
+            await _within(self.inner.close, CLOSE_TIMEOUT)
+        except TimeoutError:
+            logger.warning(
+                "The robots.txt store %r did not close within %g s: the spider closes "
+                "without waiting for it",
+                self.inner,
+                CLOSE_TIMEOUT,
+            )
 
     async def load(self, key: str) -> StoredRecord | None:
-        return await self._patiently(lambda: self.inner.load(key), None)
+        return await self._patiently(lambda: self._load(key), None)
 
     async def try_load(self, key: str) -> StoredRecord | None:
         """One attempt, None if the store cannot be reached (never waits an outage out)."""
         try:
-            stored = await self.inner.load(key)
+            stored = await self._load(key)
         except _OUTAGES as exc:
             self._failed(exc)
             return None
         self._answered()
         return stored
+
+    async def _load(self, key: str) -> StoredRecord | None:
+        return await self._unless_buggy(
+            "load", lambda: self.inner.load(key), _is_stored_or_none, None, "no record stored"
+        )
 
     async def load_or_lease(
         self, key: str, owner: str, ttl: float
@@ -94,13 +125,31 @@ class PatientStore:
         load_or_lease = getattr(self.inner, "load_or_lease", None)
         if load_or_lease is None:
             return await self.load(key), None
-        return await self._patiently(lambda: load_or_lease(key, owner, ttl), (None, None))
+        return await self._patiently(
+            lambda: self._unless_buggy(
+                "load_or_lease",
+                lambda: load_or_lease(key, owner, ttl),
+                _is_load_or_lease_answer,
+                (None, None),
+                "no record stored, the lease still to ask for",
+            ),
+            (None, None),
+        )
 
     async def save(self, key: str, record: OriginRecord, expected: int | None) -> int | None:
         return await self._patiently(lambda: self.inner.save(key, record, expected), None)
 
     async def acquire_lease(self, key: str, owner: str, ttl: float) -> bool:
-        return await self._patiently(lambda: self.inner.acquire_lease(key, owner, ttl), False)
+        return await self._patiently(
+            lambda: self._unless_buggy(
+                "acquire_lease",
+                lambda: self.inner.acquire_lease(key, owner, ttl),
+                _is_bool,
+                True,
+                "the lease granted",
+            ),
+            False,
+        )
 
     async def renew_lease(self, key: str, owner: str, ttl: float) -> bool:
         return await self._patiently(lambda: self.inner.renew_lease(key, owner, ttl), False)
@@ -158,6 +207,46 @@ class PatientStore:
             return result
         return closed
 
+    async def _unless_buggy(
+        self,
+        name: str,
+        call: Callable[[], Awaitable[_T]],
+        valid: Callable[[Any], bool],
+        neutral: _T,
+        meaning: str,
+    ) -> _T:
+        """``await call()``, unless the store has a bug there: an exception that is not an
+        outage's, or an answer of the wrong type, is answered ``neutral`` (one ERROR per
+        method). Both stand for "fetch robots.txt yourself": safe, where waiting for an
+        answer that never comes left the origin's requests held until they expired."""
+        try:
+            answer = await call()
+        except _OUTAGES:
+            raise
+        except Exception as exc:
+            self._buggy(name, f"{type(exc).__name__}: {exc}", meaning, exc)
+            return neutral
+        if not valid(answer):
+            self._buggy(name, f"it returned {answer!r}", meaning, None)
+            return neutral
+        return answer
+
+    def _buggy(self, name: str, what: str, meaning: str, exc: Exception | None) -> None:
+        self._stats.inc_value(ERRORS_STAT)
+        if name in self._bugs_logged:
+            logger.debug("REP9309_STORE %r: %s() failed again (%s)", self.inner, name, what)
+            return
+        self._bugs_logged.add(name)
+        logger.error(
+            "REP9309_STORE %r: %s() failed (%s), a bug in the store; taken as %s, so "
+            "this process fetches robots.txt itself (logged once per method)",
+            self.inner,
+            name,
+            what,
+            meaning,
+            exc_info=exc,
+        )
+
     def _failed(self, exc: BaseException) -> None:
         self._stats.inc_value(ERRORS_STAT)
         if self._down:
@@ -183,6 +272,52 @@ class PatientStore:
 
 async def _done() -> None:
     """Nothing to wait for."""
+
+
+def _is_stored_or_none(answer: Any) -> bool:
+    return answer is None or (
+        isinstance(answer, StoredRecord) and isinstance(answer.record, OriginRecord)
+    )
+
+
+def _is_load_or_lease_answer(answer: Any) -> bool:
+    return (
+        isinstance(answer, tuple)
+        and len(answer) == 2
+        and _is_stored_or_none(answer[0])
+        and (answer[1] is None or isinstance(answer[1], bool))
+    )
+
+
+def _is_bool(answer: Any) -> bool:
+    return isinstance(answer, bool)
+
+
+async def _within(call: Callable[[], Awaitable[Any]], seconds: float) -> Any:
+    """``await call()``, ``seconds`` at most (then cancelled: TimeoutError), on the
+    running reactor (asyncio or not)."""
+    from twisted.internet import reactor
+
+    awaitable = call()
+    if not isawaitable(awaitable):
+        raise TypeError(f"{call!r} returned {awaitable!r}, not an awaitable")
+    waiting = deferred_from_coro(awaitable)
+    expired: list[bool] = []
+
+    def expire() -> None:
+        expired.append(True)
+        waiting.cancel()
+
+    timer = reactor.callLater(seconds, expire)  # type: ignore[attr-defined]
+    try:
+        return await maybe_deferred_to_future(waiting)
+    except BaseException:
+        if expired:  # cancelled by us (asyncio's or Twisted's CancelledError)
+            raise TimeoutError(f"no answer within {seconds:g} s") from None
+        raise
+    finally:
+        if timer.active():
+            timer.cancel()
 
 
 async def _sleep(seconds: float) -> None:

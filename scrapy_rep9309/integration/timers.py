@@ -52,6 +52,11 @@ def call_soon(func: Callable[[], None]) -> None:
     _call_later(0.0, func)
 
 
+def call_later(delay: float, func: Callable[..., None], *args: Any) -> None:
+    """Run ``func(*args)`` ``delay`` seconds from now, on the running event loop."""
+    _call_later(delay, lambda: func(*args))
+
+
 class _FarCall:
     """A call waiting in the heap of far calls; cancelled in place (the heap drops it later)."""
 
