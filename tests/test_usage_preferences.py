@@ -13,8 +13,11 @@ from collections.abc import Callable
 import pytest
 
 from scrapy_rep9309 import RobotsTxt
+from scrapy_rep9309.rules.parser import MAX_LINE_OCTETS
 from scrapy_rep9309.rules.usage import (
+    MAX_FIELD_OCTETS,
     Preference,
+    _cached_statement,
     combine_content_signals,
     combine_preferences,
     combine_statements,
@@ -401,6 +404,36 @@ def test_combine_statements() -> None:
 )
 def test_header_preferences(field_lines: list[bytes], stated: dict[str, str]) -> None:
     assert header_preferences(field_lines) == stated
+
+
+def test_a_header_field_past_the_limit_states_nothing_and_long_statements_are_not_kept() -> None:
+    """Found by a second reviewer: a server's ~300 header lines of 16 KB each (4.8 MB)
+    were parsed in the event loop (about a second) and kept in the statement cache, up
+    to 256 of them."""
+    long_line = b"search=y, pad=" + b"a" * 16_000
+    assert len(long_line) > 16_000
+    past = [long_line] * (MAX_FIELD_OCTETS // len(long_line) + 1)
+    assert header_preferences([*past, b"train-ai=n"]) == {}
+    assert header_preferences([long_line, b"train-ai=n"]) == {"search": "y", "train-ai": "n"}
+    cached = _cached_statement.cache_info().currsize
+    statement_preferences(long_line + b", train-ai=y")
+    assert _cached_statement.cache_info().currsize == cached
+
+
+def test_a_usage_line_the_parser_cuts_states_nothing() -> None:
+    """Found by a second reviewer: cut at 16,663 octets, ``..., train-ai=n`` lost its
+    last member and a ``train-ai=y`` before it stood (RFC 9651: the last value of a
+    key wins). Such a line states nothing; the lines around it still count."""
+    filler = "pad=" + "a" * 16_700
+    cut = f"Content-Usage: /x train-ai=y, {filler}, train-ai=n"
+    assert len(cut) > MAX_LINE_OCTETS
+    body = with_rules(cut, "Content-Usage: /y train-ai=n")
+    assert usage(body, "/x/page") == {}
+    assert usage(body, "/y/page") == {"train-ai": "n"}
+    signal = f"Content-Signal: search=yes, {filler}, ai-train=no"
+    assert RobotsTxt.parse(with_rules(signal)).content_signals("anybot") == {}
+    short = with_rules("Content-Signal: search=yes, ai-train=no")
+    assert RobotsTxt.parse(short).content_signals("anybot") == {"search": "yes", "ai-train": "no"}
 
 
 # --- License (RSL 1.0) ------------------------------------------------------------------

@@ -77,7 +77,7 @@ def usage_preferences(
 
     For each user agent obeyed, the URL's ``Content-Usage`` preferences and the
     ``Content-Signal`` values of its group mapped onto the vocabulary; all of them
-    combined label by label, the most restrictive way (draft-ietf-aipref-vocab 7.1:
+    combined label by label, the most restrictive way (draft-ietf-aipref-vocab 5.1:
     any ``n`` wins, then ``y``). Each preference names the rule that stated it.
     Costs a cached look-up per user agent when their groups state none.
     """

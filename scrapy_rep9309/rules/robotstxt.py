@@ -23,7 +23,13 @@ from functools import lru_cache
 from scrapy_rep9309.rules import core
 from scrapy_rep9309.rules.groups import records_of_kind
 from scrapy_rep9309.rules.matcher import ROBOTS_TXT_PATH, MatchKey
-from scrapy_rep9309.rules.parser import MIN_MAX_SIZE, prepare, split_lines, tokenize_lines
+from scrapy_rep9309.rules.parser import (
+    MAX_LINE_OCTETS,
+    MIN_MAX_SIZE,
+    prepare,
+    split_lines,
+    tokenize_lines,
+)
 from scrapy_rep9309.rules.urlnorm import normalised_path, utf8_octets
 from scrapy_rep9309.rules.usage import (
     Preference,
@@ -129,6 +135,20 @@ class _OnRequestRecords:
     def content_signal(self, line_no: int, value: bytes) -> None:
         self.signals.append((line_no, value))
 
+    def drop_cut(self, whole_lines: list[bytes], first_line_no: int) -> None:
+        """Forget the usage records of lines longer than MAX_LINE_OCTETS: cut there, a
+        statement could lose its last member, and with it an ``n`` that wins over an
+        earlier ``y`` (RFC 9651: a repeated key keeps its last value). Such a line states
+        nothing, as one that does not parse."""
+        cut = {
+            first_line_no + offset
+            for offset, line in enumerate(whole_lines)
+            if len(line) > MAX_LINE_OCTETS
+        }
+        for line_no in cut:
+            self.usage_rules.pop(line_no, None)
+        self.signals = [(line_no, value) for line_no, value in self.signals if line_no not in cut]
+
     def _elsewhere(self, line_no: int, value: bytes) -> None:
         """Rules are compiled by the ``RuleSet``; sitemaps and licenses are file-wide."""
 
@@ -158,6 +178,8 @@ class _Extras:
             if b"content-" in lowered or (attribute_delays and b"crawl" in lowered):
                 records.start_group()
                 tokenize_lines(split_lines(lines), records, first_line_no)
+                if len(lines) > MAX_LINE_OCTETS:
+                    records.drop_cut(lines.splitlines(), first_line_no)
         self.usage = UsageRules(records.usage_rules)
         self.signals = combine_content_signals(value for _, value in records.signals)
         self.signal_usage = signal_preferences(records.signals)

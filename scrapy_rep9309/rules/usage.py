@@ -73,7 +73,7 @@ class Preference:
 
 
 def most_restrictive(values: Iterable[str | None]) -> str | None:
-    """draft-ietf-aipref-vocab 7.1: any ``n`` wins, then any ``y``; otherwise unknown."""
+    """draft-ietf-aipref-vocab 5.1: any ``n`` wins, then any ``y``; otherwise unknown."""
     found = set(values)
     if DISALLOW in found:
         return DISALLOW
@@ -96,7 +96,16 @@ def split_rule_value(value: bytes) -> tuple[bytes | None, bytes]:
     return value[: blank.start()], value[blank.start() :].lstrip(b" \t")
 
 
-@lru_cache(maxsize=256)
+#: Statements up to this long are kept in a cache of 256 (the same few statements come
+#: in every response of an origin); longer ones are parsed each time, so a server's huge
+#: header fields are not kept.
+_CACHED_STATEMENT_OCTETS = 1024
+#: A ``Content-Usage`` field longer than this (its lines joined) states nothing, parsed
+#: or not. RFC 9651 asks parsers to take Dictionaries of 1,024 members with 64-character
+#: keys (about 70 KB); a server could send megabytes, parsed in the event loop.
+MAX_FIELD_OCTETS = 128 * 1024
+
+
 def statement_preferences(statement: bytes) -> tuple[tuple[str, str], ...]:
     """The ``(label, "y" | "n")`` pairs a statement of preference states, in vocabulary order.
 
@@ -106,6 +115,17 @@ def statement_preferences(statement: bytes) -> tuple[tuple[str, str], ...]:
     or ``n``; parameters, other labels and other values are ignored, and a repeated key
     keeps its last value (RFC 9651). The parser is linear in the statement's length.
     """
+    if len(statement) > _CACHED_STATEMENT_OCTETS:
+        return _parsed_statement(statement)
+    return _cached_statement(statement)
+
+
+@lru_cache(maxsize=256)
+def _cached_statement(statement: bytes) -> tuple[tuple[str, str], ...]:
+    return _parsed_statement(statement)
+
+
+def _parsed_statement(statement: bytes) -> tuple[tuple[str, str], ...]:
     import http_sf  # here, not at the top: most crawls never meet a statement to parse
 
     try:
@@ -233,7 +253,7 @@ def signal_preferences(lines: Iterable[tuple[int, bytes]]) -> tuple[Preference, 
 def combine_preferences(*statements: Iterable[Preference]) -> tuple[Preference, ...]:
     """Preferences from several statements combined label by label, in vocabulary order.
 
-    draft-ietf-aipref-vocab 7.1 (:func:`most_restrictive`): any ``n`` wins, then any
+    draft-ietf-aipref-vocab 5.1 (:func:`most_restrictive`): any ``n`` wins, then any
     ``y``. Each label keeps the first preference, in the order given, with the winning
     value.
     """
@@ -266,6 +286,9 @@ def header_preferences(field_lines: Iterable[bytes]) -> dict[str, str]:
     draft-ietf-aipref-attach's response header field holds a statement of preference,
     an RFC 9651 Dictionary read like a robots.txt rule's; several field lines make one
     value, joined with commas (RFC 9651 4.2), so a key repeated in a later line wins,
-    as within one line.
+    as within one line. A field longer than :data:`MAX_FIELD_OCTETS` states nothing.
     """
-    return dict(statement_preferences(b", ".join(field_lines)))
+    field = b", ".join(field_lines)
+    if len(field) > MAX_FIELD_OCTETS:
+        return {}
+    return dict(statement_preferences(field))
