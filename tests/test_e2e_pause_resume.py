@@ -751,3 +751,35 @@ async def test_a_forbidden_leftover_that_cannot_be_saved_ends_forbidden(
 
     assert result.forbidden_urls == {site.url("/private/3")}
     assert result.stat("robotstxt/deferred/closed") == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_resume_whose_store_does_not_open_saves_the_held_requests_again(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """The store (REP9309_STORE) does not open on the resume: the spider closes at once,
+    and what the paused run saved is saved again for the next one (found while making a
+    store that does not open stop the crawl: the close wrote a state without them)."""
+    failing = servers.add(Reply(503, "busy"))
+    pages = failing.urls(["/page/1", "/page/2", "/private/3"])
+    home = servers.add(rules("User-agent: *\n"))
+    home.script("/", [link_page(*pages)])
+    job = Job(tmp_path)
+
+    def held(log: str) -> bool:
+        return f"robots.txt of {failing.base} unreachable" in log
+
+    paused = await job.run([home.url("/")], pause_when=held)
+    not_opened = await job.run(
+        [home.url("/")], {"REP9309_STORE": "tests.test_e2e_store_bugs.OpenRaises"}
+    )
+    failing.script("/robots.txt", [rules(PRIVATE)])
+    resumed = await job.run([home.url("/")])
+
+    assert paused.stat("robotstxt/deferred/saved") == 3, paused.log[-3000:]
+    assert not_opened.stats["finish_reason"] == "robotstxt_store_not_opened"
+    assert not_opened.stat("robotstxt/deferred/saved") == 3, not_opened.log[-3000:]
+    assert resumed.stats["finish_reason"] == "finished", resumed.log[-3000:]
+    assert job.outcomes() == Counter([home.url("/"), *pages]), "each once, none lost"
+    assert sorted(entry.path for entry in failing.page_requests) == ["/page/1", "/page/2"]
+    assert all(deferred_adds_up(run) for run in job.runs)

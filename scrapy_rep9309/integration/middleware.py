@@ -182,12 +182,16 @@ class RobotsTxtMiddleware:
             ]
             install_last_look(engine.downloader, self._last_look, replace=True)
         self._codec = RequestCodec(spider)
+        not_opened: Exception | None = None
         try:
             await self._patient_store.open(self._codec, self._changed_elsewhere)
         except Exception as exc:
-            self._stop_without_store(exc)
+            not_opened = exc
         if self._jobdir:
-            await self._resume(read_state(self._jobdir))
+            # Even without a store: what the paused run saved is saved again at the close.
+            await self._resume(read_state(self._jobdir), store_open=not_opened is None)
+        if not_opened is not None:
+            self._stop_without_store(not_opened)
         self.driver.start_orphan_sweep()
 
     def _stop_without_store(self, exc: Exception) -> NoReturn:
@@ -398,9 +402,10 @@ class RobotsTxtMiddleware:
         kept.update((key, record) for key, record in records.items() if record.retry_at > now)
         return kept
 
-    async def _resume(self, state: JobState) -> None:
+    async def _resume(self, state: JobState, *, store_open: bool = True) -> None:
         """Restore the saved records (a store that already has newer ones keeps them) and
-        hold the saved requests again, in their order, with the defer time they had left."""
+        hold the saved requests again, in their order, with the defer time they had left.
+        Not ``store_open`` (it could not be opened): the records are kept in memory only."""
         now = time.time()
         # Held to this run's settings: a copy is used no longer than REP9309_CACHE_TTL,
         # a request held no longer than REP9309_DEFER_TIMEOUT, whatever the file says.
@@ -415,7 +420,7 @@ class RobotsTxtMiddleware:
             }
         )
         self.driver.restore(records)
-        for key, record in records.items():
+        for key, record in records.items() if store_open else ():
             await self.store.save(key, record, None)
         unrestored: list[str] = []  # "<origin>: <why>", for the WARNING
         for saved in state.held:
