@@ -29,7 +29,7 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 
-from scrapy_rep9309.integration.jobdir import state_path
+from scrapy_rep9309.integration.jobdir import read_state, state_path
 from tests._commands import REPO_ROOT, tool_environment
 from tests.crawl import ADDON, BUILTIN, FORBIDDEN_MESSAGE, PlanSpider, Wait, run_crawl
 from tests.servers import Reply, ScriptedOrigin, ServerPool, hang, rules
@@ -757,9 +757,10 @@ async def test_a_forbidden_leftover_that_cannot_be_saved_ends_forbidden(
 async def test_a_resume_whose_store_does_not_open_saves_the_held_requests_again(
     servers: ServerPool, tmp_path: Path
 ) -> None:
-    """The store (REP9309_STORE) does not open on the resume: the spider closes at once,
-    and what the paused run saved is saved again for the next one (found while making a
-    store that does not open stop the crawl: the close wrote a state without them)."""
+    """The store (REP9309_STORE) does not open on the resume: the spider closes at once
+    and saves the JOBDIR state again, for the next run (found while making a store that
+    does not open stop the crawl: the close wrote a state without the requests, or
+    without the records, whose backoff went with them)."""
     failing = servers.add(Reply(503, "busy"))
     pages = failing.urls(["/page/1", "/page/2", "/private/3"])
     home = servers.add(rules("User-agent: *\n"))
@@ -770,15 +771,22 @@ async def test_a_resume_whose_store_does_not_open_saves_the_held_requests_again(
         return f"robots.txt of {failing.base} unreachable" in log
 
     paused = await job.run([home.url("/")], pause_when=held)
+    saved = read_state(str(job.jobdir))
     not_opened = await job.run(
         [home.url("/")], {"REP9309_STORE": "tests.test_e2e_store_bugs.OpenRaises"}
     )
+    saved_again = read_state(str(job.jobdir))
+    assert saved_again.records == saved.records
+    assert saved_again.held[: len(saved.held)] == saved.held
     failing.script("/robots.txt", [rules(PRIVATE)])
     resumed = await job.run([home.url("/")])
 
     assert paused.stat("robotstxt/deferred/saved") == 3, paused.log[-3000:]
     assert not_opened.stats["finish_reason"] == "robotstxt_store_not_opened"
-    assert not_opened.stat("robotstxt/deferred/saved") == 3, not_opened.log[-3000:]
+    # Scrapy 2.19 closes before the start request is scheduled; 2.13 once the engine
+    # runs: the start request, held meanwhile, is saved too (the duplicate filter drops
+    # it on the resume).
+    assert not_opened.stat("robotstxt/deferred") == not_opened.stat("robotstxt/deferred/saved")
     assert resumed.stats["finish_reason"] == "finished", resumed.log[-3000:]
     assert job.outcomes() == Counter([home.url("/"), *pages]), "each once, none lost"
     assert sorted(entry.path for entry in failing.page_requests) == ["/page/1", "/page/2"]

@@ -61,6 +61,19 @@ class CloseNeverAnswers(MemoryStore):
         await asyncio.sleep(3600)
 
 
+class OpensAfterTheClose(MemoryStore):
+    opened = closed = 0
+
+    async def open(self, *args: Any) -> None:
+        await asyncio.sleep(1.5)
+        await super().open(*args)
+        type(self).opened += 1
+
+    async def close(self) -> None:
+        type(self).closed += 1
+        await super().close()
+
+
 class LoadRaises(MemoryStore):
     async def load(self, key: str) -> StoredRecord | None:
         raise RuntimeError("a bug in load")
@@ -121,6 +134,26 @@ async def test_a_store_whose_close_never_answers_does_not_hang_the_close(
     assert result.urls == set(site.urls(["/a", "/b"]))
     warnings = result.messages(logging.WARNING, "scrapy_rep9309")
     assert any("did not close within 0.5 s" in w for w in warnings), warnings
+
+
+@deferred_f_from_coro_f
+async def test_a_store_that_opens_after_the_spider_closed_is_closed_once_open(
+    servers: ServerPool,
+) -> None:
+    """Found by the second round: the close found the store not open yet and left it;
+    it opened afterwards and was never closed (a Redis store's heartbeat, listener and
+    connections would run on)."""
+    site = servers.add(rules(PRIVATE))
+
+    result = await run_crawl(
+        site.urls(PLAN_PATHS),
+        {"REP9309_STORE": store(OpensAfterTheClose), "CLOSESPIDER_TIMEOUT": 0.5},
+    )
+    await asyncio.sleep(1.5)
+
+    assert result.close_reason == "closespider_timeout"
+    assert OpensAfterTheClose.opened == OpensAfterTheClose.closed == 1
+    assert site.page_requests == []
 
 
 @pytest.mark.parametrize(

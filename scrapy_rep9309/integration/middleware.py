@@ -24,6 +24,7 @@ import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import Request, signals
+from scrapy.core.engine import ExecutionEngine
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest
 from scrapy.responsetypes import responsetypes
@@ -118,6 +119,9 @@ UNCACHED_COPY_META = "_rep9309_uncached_copy"
 #: Spider requests for robots.txt downloaded after all: the copy cannot stand in for a
 #: download (cut at REP9309_MAX_SIZE, a redirect not followed, refused locally).
 ROBOTS_COPY_DOWNLOADED_STAT = "robotstxt/robots_copy_downloaded"
+#: Whether CloseSpider raised in ``spider_opened`` closes the spider (the engine's
+#: ``open_spider_async``, Scrapy >= 2.14; 2.13 logs it as an error and goes on).
+_HONOURS_CLOSE_SPIDER_WHILE_OPENING = hasattr(ExecutionEngine, "open_spider_async")
 #: The spider's close reason when the store (REP9309_STORE) could not be opened.
 STORE_NOT_OPENED_REASON = "robotstxt_store_not_opened"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
@@ -153,6 +157,9 @@ class RobotsTxtMiddleware:
         self._codec = RequestCodec(None)
         self._crawl_delay_keeper: CrawlDelayKeeper | None = None
         self._closed = False
+        #: The JOBDIR state of the paused run when the store could not be opened: not
+        #: resumed, saved again at the close (``_stop_without_store``).
+        self._unresumed: JobState | None = None
         #: From this middleware's spider_idle receiver to the next turn of the event loop.
         self._in_idle_pass = False
 
@@ -187,19 +194,26 @@ class RobotsTxtMiddleware:
             await self._patient_store.open(self._codec, self._changed_elsewhere)
         except Exception as exc:
             not_opened = exc
+        if self._closed:  # the spider closed while the store opened (it is closed again)
+            return
         if self._jobdir:
-            # Even without a store: what the paused run saved is saved again at the close.
-            await self._resume(read_state(self._jobdir), store_open=not_opened is None)
+            state = read_state(self._jobdir)
+            if not_opened is not None:
+                self._unresumed = state  # saved again at the close, with this run's
+            else:
+                await self._resume(state)
         if not_opened is not None:
             self._stop_without_store(not_opened)
         self.driver.start_orphan_sweep()
 
-    def _stop_without_store(self, exc: Exception) -> NoReturn:
+    def _stop_without_store(self, exc: Exception) -> None:
         """The store did not open (raised, or no answer within OPEN_TIMEOUT): the crawl
         stops, its requests held until then ending "closed", rather than going on with
         every origin unknown until REP9309_DEFER_TIMEOUT. CloseSpider from
         ``spider_opened`` closes it before it starts where Scrapy honours that (2.19
-        does); elsewhere (2.13 logs it and goes on) it is closed once it runs."""
+        does); elsewhere (2.13 logs it and goes on) it is closed once it runs. A JOBDIR
+        state is not resumed (its records would go through the store) but saved again
+        at the close, with the requests this run held, for a run whose store opens."""
         logger.error(
             "REP9309_STORE: the robots.txt store %s could not be opened (%s: %s); the "
             "spider closes (%s)",
@@ -210,7 +224,8 @@ class RobotsTxtMiddleware:
             exc_info=exc,
         )
         close_once_running(self.crawler, STORE_NOT_OPENED_REASON)
-        raise CloseSpider(STORE_NOT_OPENED_REASON)
+        if _HONOURS_CLOSE_SPIDER_WHILE_OPENING:
+            raise CloseSpider(STORE_NOT_OPENED_REASON)
 
     def request_scheduled(
         self, request: Request, spider: Spider | None = None, **signal_arguments: Any
@@ -332,6 +347,9 @@ class RobotsTxtMiddleware:
         that cannot be serialised is closed (errback), named in one WARNING."""
         now = time.time()
         state = JobState(records=self._records_to_save(now))
+        if self._unresumed is not None:
+            state.records = {**self._unresumed.records, **state.records}
+            state.held = list(self._unresumed.held)
         unsaved: list[Leftover] = []
         saved: list[Leftover] = []
         for leftover in leftovers:
@@ -402,10 +420,9 @@ class RobotsTxtMiddleware:
         kept.update((key, record) for key, record in records.items() if record.retry_at > now)
         return kept
 
-    async def _resume(self, state: JobState, *, store_open: bool = True) -> None:
+    async def _resume(self, state: JobState) -> None:
         """Restore the saved records (a store that already has newer ones keeps them) and
-        hold the saved requests again, in their order, with the defer time they had left.
-        Not ``store_open`` (it could not be opened): the records are kept in memory only."""
+        hold the saved requests again, in their order, with the defer time they had left."""
         now = time.time()
         # Held to this run's settings: a copy is used no longer than REP9309_CACHE_TTL,
         # a request held no longer than REP9309_DEFER_TIMEOUT, whatever the file says.
@@ -420,7 +437,7 @@ class RobotsTxtMiddleware:
             }
         )
         self.driver.restore(records)
-        for key, record in records.items() if store_open else ():
+        for key, record in records.items():
             await self.store.save(key, record, None)
         unrestored: list[str] = []  # "<origin>: <why>", for the WARNING
         for saved in state.held:

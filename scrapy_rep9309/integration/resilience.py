@@ -59,6 +59,11 @@ class PatientStore:
         self._bugs_logged: set[str] = set()
 
     @property
+    def closed(self) -> bool:
+        """Whether the store was closed (or could not be opened)."""
+        return self._closed
+
+    @property
     def shared(self) -> bool:
         """Whether other processes use the same store (see ``SharedOriginStore``)."""
         return bool(getattr(self.inner, "shared", False))
@@ -82,13 +87,17 @@ class PatientStore:
             self._closed = True
             raise
         self._opened = True
+        if self._closed:  # the spider closed while the store opened: close it now
+            self._closed = False
+            await self.close()
 
     async def close(self) -> None:
         """Calls still waiting for the store give up (with a neutral answer); the store
         closes, CLOSE_TIMEOUT seconds at most (the spider's close must not hang on it)."""
         self._closed = True
         if not self._opened:
-            return
+            return  # not opened (yet: ``open`` closes it when it returns)
+        self._opened = False
         try:
             await _within(self.inner.close, CLOSE_TIMEOUT)
         except TimeoutError:
@@ -217,8 +226,9 @@ class PatientStore:
     ) -> _T:
         """``await call()``, unless the store has a bug there: an exception that is not an
         outage's, or an answer of the wrong type, is answered ``neutral`` (one ERROR per
-        method). Both stand for "fetch robots.txt yourself": safe, where waiting for an
-        answer that never comes left the origin's requests held until they expired."""
+        method). For an origin's first look both mean "fetch robots.txt yourself": safe,
+        where waiting for an answer that never comes left the origin's requests held
+        until they expired. (A look for a peer's newer record keeps the copy it has.)"""
         try:
             answer = await call()
         except _OUTAGES:
@@ -238,8 +248,8 @@ class PatientStore:
             return
         self._bugs_logged.add(name)
         logger.error(
-            "REP9309_STORE %r: %s() failed (%s), a bug in the store; taken as %s, so "
-            "this process fetches robots.txt itself (logged once per method)",
+            "REP9309_STORE %r: %s() failed (%s), a bug in the store; taken as %s "
+            "(logged once per method)",
             self.inner,
             name,
             what,
