@@ -420,7 +420,7 @@ def test_a_header_field_past_the_limit_states_nothing_and_long_statements_are_no
     assert _cached_statement.cache_info().currsize == cached
 
 
-def test_a_usage_line_the_parser_cuts_states_nothing() -> None:
+def test_a_usage_line_the_parser_cuts_in_its_value_states_nothing() -> None:
     """Found by a second reviewer: cut at 16,663 octets, ``..., train-ai=n`` lost its
     last member and a ``train-ai=y`` before it stood (RFC 9651: the last value of a
     key wins). Such a line states nothing; the lines around it still count."""
@@ -430,10 +430,24 @@ def test_a_usage_line_the_parser_cuts_states_nothing() -> None:
     body = with_rules(cut, "Content-Usage: /y train-ai=n")
     assert usage(body, "/x/page") == {}
     assert usage(body, "/y/page") == {"train-ai": "n"}
-    signal = f"Content-Signal: search=yes, {filler}, ai-train=no"
-    assert RobotsTxt.parse(with_rules(signal)).content_signals("anybot") == {}
-    short = with_rules("Content-Signal: search=yes, ai-train=no")
-    assert RobotsTxt.parse(short).content_signals("anybot") == {"search": "yes", "ai-train": "no"}
+    # Cut in a comment or in trailing blanks, the value is whole (the second round found
+    # such lines dropped, and a "y" elsewhere winning).
+    assert usage(with_rules(f"Content-Usage: /x train-ai=n # {filler}"), "/x/1") == {
+        "train-ai": "n"
+    }
+    assert usage(with_rules("Content-Usage: /x train-ai=n" + " " * 17_000), "/x/1") == {
+        "train-ai": "n"
+    }
+    # A cut Content-Signal keeps the items before the cut: "no" wins wherever it stands.
+    signal = f"Content-Signal: ai-train=no, search=yes, {filler}"
+    assert RobotsTxt.parse(with_rules(signal)).content_signals("anybot") == {
+        "ai-train": "no",
+        "search": "yes",
+    }
+    cut_item = "Content-Signal: search=no, ai-train=yes" + "x" * 17_000  # "yesxxx...": no yes
+    assert RobotsTxt.parse(with_rules(cut_item)).content_signals("anybot") == {"search": "no"}
+    lost = f"Content-Signal: search=yes, {filler}, ai-train=no"
+    assert RobotsTxt.parse(with_rules(lost)).content_signals("anybot") == {"search": "yes"}
 
 
 # --- License (RSL 1.0) ------------------------------------------------------------------

@@ -136,23 +136,39 @@ class _OnRequestRecords:
         self.signals.append((line_no, value))
 
     def drop_cut(self, whole_lines: list[bytes], first_line_no: int) -> None:
-        """Forget the usage records of lines longer than MAX_LINE_OCTETS: cut there, a
-        statement could lose its last member, and with it an ``n`` that wins over an
-        earlier ``y`` (RFC 9651: a repeated key keeps its last value). Such a line states
-        nothing, as one that does not parse."""
+        """Mend the usage records of lines the tokenizer cut at MAX_LINE_OCTETS inside
+        their value (not in a comment or trailing blanks). A cut ``Content-Usage``
+        statement states nothing: it could have lost its last member, and with it an
+        ``n`` that wins over an earlier ``y`` (RFC 9651: a repeated key keeps its last
+        value). A cut ``Content-Signal`` keeps the items wholly before the cut (``no``
+        wins wherever it stands); the cut one goes (``ai-train=yesterday`` cut to
+        ``ai-train=yes``)."""
         cut = {
             first_line_no + offset
             for offset, line in enumerate(whole_lines)
-            if len(line) > MAX_LINE_OCTETS
+            if len(line) > MAX_LINE_OCTETS and _cut_inside_value(line)
         }
+        if not cut:
+            return
         for line_no in cut:
             self.usage_rules.pop(line_no, None)
-        self.signals = [(line_no, value) for line_no, value in self.signals if line_no not in cut]
+        self.signals = [
+            (line_no, value.rpartition(b",")[0] if line_no in cut else value)
+            for line_no, value in self.signals
+        ]
 
     def _elsewhere(self, line_no: int, value: bytes) -> None:
         """Rules are compiled by the ``RuleSet``; sitemaps and licenses are file-wide."""
 
     allow = disallow = sitemap = license = _elsewhere
+
+
+def _cut_inside_value(line: bytes) -> bool:
+    """Whether cutting ``line`` at MAX_LINE_OCTETS cuts its record's value: the value
+    ends at the first ``#``, without trailing SP or HTAB."""
+    comment = line.find(b"#")
+    value = line if comment < 0 else line[:comment]
+    return len(value.rstrip(b" \t")) > MAX_LINE_OCTETS
 
 
 class _Extras:
