@@ -9,17 +9,14 @@ import pytest
 from scrapy import Request
 from scrapy.utils.defer import (
     deferred_f_from_coro_f,
-    deferred_from_coro,
-    maybe_deferred_to_future,
 )
 
 from tests.crawl import NO_RANDOM_DELAY, Wait, run_crawl
+from tests.pipelines import DOWNLOADING_AT_OPEN
 from tests.servers import ServerPool, rules
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
-    from scrapy.crawler import Crawler
+    pass
 
 PAGES = [f"/page/{n}" for n in range(4)]
 
@@ -125,39 +122,6 @@ async def test_crawl_delay_holds_in_a_slot_shared_with_another_origin(servers: S
     assert min(gaps) >= 1.2, gaps
 
 
-class DownloadingTwoPagesAtOpenPipeline:
-    """An item pipeline that downloads two pages (``PIPELINE_URLS``) one after the other in
-    its ``open_spider``, which the engine runs before it sends ``spider_opened``."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> DownloadingTwoPagesAtOpenPipeline:
-        return cls(crawler)
-
-    def open_spider(self, spider: object = None) -> Awaitable[None]:
-        engine = self.crawler.engine
-        assert engine is not None
-        if getattr(engine, "download_async", None) is None:  # Scrapy 2.13 waits for a Deferred
-            return deferred_from_coro(self._download_pages())
-        return self._download_pages()  # a coroutine, which Scrapy >= 2.14 awaits
-
-    async def _download_pages(self) -> None:
-        engine = self.crawler.engine
-        assert engine is not None
-        for url in self.crawler.settings.getlist("PIPELINE_URLS"):
-            request = Request(url, dont_filter=True)
-            download_async = getattr(engine, "download_async", None)
-            if download_async is None:  # Scrapy 2.13
-                await maybe_deferred_to_future(engine.download(request))
-            else:
-                await download_async(request)
-
-    def process_item(self, item: object, spider: object = None) -> object:
-        return item
-
-
 @deferred_f_from_coro_f
 async def test_crawl_delay_spaces_downloads_made_before_spider_opened(
     servers: ServerPool,
@@ -170,7 +134,7 @@ async def test_crawl_delay_spaces_downloads_made_before_spider_opened(
         **NO_RANDOM_DELAY,
         "REP9309_CRAWL_DELAY": True,
         "PIPELINE_URLS": site.urls(["/config/0", "/config/1"]),
-        "ITEM_PIPELINES": {f"{__name__}.DownloadingTwoPagesAtOpenPipeline": 100},
+        "ITEM_PIPELINES": DOWNLOADING_AT_OPEN,
     }
 
     result = await run_crawl([], settings)

@@ -10,12 +10,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from scrapy import Request
-from scrapy.crawler import Crawler
 from scrapy.exceptions import NotSupported
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -31,6 +30,7 @@ from tests.crawl import (
     ours_class,
     run_crawl,
 )
+from tests.pipelines import DOWNLOADING_AT_OPEN
 from tests.servers import Reply, ServerPool, rules
 
 ALLOW_ALL = "User-agent: *\nAllow: /\n"
@@ -72,30 +72,6 @@ async def test_requests_queued_under_an_older_copy_obey_the_newest(servers: Serv
     assert undocumented_stats(set(result.stats)) == set()
 
 
-class DownloadingAtOpenPipeline:
-    """An item pipeline that downloads a page (``CONFIG_URL``) in its ``open_spider``,
-    which the engine runs before it sends ``spider_opened``."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> DownloadingAtOpenPipeline:
-        return cls(crawler)
-
-    def open_spider(self, spider: object = None) -> Awaitable[object]:
-        engine = self.crawler.engine
-        assert engine is not None
-        request = Request(self.crawler.settings["CONFIG_URL"], dont_filter=True)
-        download_async = getattr(engine, "download_async", None)
-        if download_async is None:  # Scrapy 2.13 waits for a Deferred here
-            return engine.download(request)
-        return download_async(request)  # a coroutine, which Scrapy >= 2.14 awaits
-
-    def process_item(self, item: object, spider: object = None) -> object:
-        return item
-
-
 @pytest.mark.parametrize(
     ("robots_slot", "download_at_open"),
     [(None, False), ({"download_slot": "robots"}, False), (None, True)],
@@ -134,8 +110,8 @@ async def test_requests_waiting_in_their_download_slot_obey_the_newest_copy(
         settings["REP9309_FETCH_META"] = robots_slot
     if download_at_open:
         config = servers.add(rules(ALLOW_ALL))
-        settings["CONFIG_URL"] = config.url("/config")
-        settings["ITEM_PIPELINES"] = {f"{__name__}.DownloadingAtOpenPipeline": 100}
+        settings["PIPELINE_URLS"] = [config.url("/config")]
+        settings["ITEM_PIPELINES"] = DOWNLOADING_AT_OPEN
 
     result = await run_crawl(pages, settings)
 
