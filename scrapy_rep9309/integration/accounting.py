@@ -98,8 +98,7 @@ class Accounting:
         """The driver forgot ``origin``: its report goes into the totals."""
         report = self._reports.pop(origin, None)
         if report is not None:
-            # Made after an earlier forgetting, and never fetched since: counts only.
-            counts_only = report.outcome == PENDING and origin in self._unattached
+            counts_only = _counts_only(report, made_unattached=origin in self._unattached)
             self.folded.add(report, counts_only=counts_only)
         self._unattached.delete(origin)
 
@@ -108,14 +107,13 @@ class Accounting:
             return  # kept until the driver forgets it
         if self._reports.get(origin) is report:
             del self._reports[origin]
-            self.folded.add(report, counts_only=report.outcome == PENDING)
+            self.folded.add(report, counts_only=_counts_only(report, made_unattached=True))
 
     def _an_origin(self, origin: Origin, report: OriginReport) -> bool:
-        """Whether ``report`` counts as an origin of the crawl. Not one made for an origin
-        the driver had forgotten (a request decided, or a response counted, afterwards)
-        and never fetched since: the origin was counted when forgotten, with its outcome;
-        this one adds its request counts only (it would read "pending" otherwise)."""
-        return report.outcome != PENDING or self._known is None or self._known(origin)
+        """Whether ``report``, kept, counts as an origin of the crawl: unless the driver
+        does not keep its origin (it was made unattached: ``_counts_only``)."""
+        kept = self._known is None or self._known(origin)
+        return not _counts_only(report, made_unattached=not kept)
 
     def _split(self) -> tuple[list[OriginReport], list[OriginReport]]:
         """The reports kept: those of origins, and those that add request counts only."""
@@ -151,3 +149,14 @@ class Accounting:
         """The close WARNINGs for origins whose every request was refused, kept or folded."""
         origins, counts_only = self._split()
         return all_forbidden_warnings(origins, folded=self.folded, counts_only=counts_only)
+
+
+def _counts_only(report: OriginReport, *, made_unattached: bool) -> bool:
+    """Whether ``report`` adds only its request counts to the crawl, not an origin: it
+    was made while the driver did not keep its origin (a request decided, or a response
+    counted, after the driver forgot it) and no fetch has decided the origin since. The
+    origin was counted when forgotten, with its outcome; counted again, it would read
+    "pending". Whether it was made so, each caller knows its own way: still in the
+    unattached reports (``forget``), folded from them (``_fold_unattached``), or of an
+    origin the driver does not keep while kept here (``_an_origin``)."""
+    return made_unattached and report.outcome == PENDING
