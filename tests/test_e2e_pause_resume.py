@@ -791,3 +791,74 @@ async def test_a_resume_whose_store_does_not_open_saves_the_held_requests_again(
     assert job.outcomes() == Counter([home.url("/"), *pages]), "each once, none lost"
     assert sorted(entry.path for entry in failing.page_requests) == ["/page/1", "/page/2"]
     assert all(deferred_adds_up(run) for run in job.runs)
+
+
+async def _pause_with_three_held(servers: ServerPool, job: Job) -> tuple[ScriptedOrigin, Any]:
+    """Run 1 of ``job``: paused with the three pages of an unreachable origin held."""
+    failing = servers.add(Reply(503, "busy"))
+    home = servers.add(rules("User-agent: *\n"))
+    home.script("/", [link_page(*failing.urls(["/page/1", "/page/2", "/private/3"]))])
+
+    def held(log: str) -> bool:
+        return f"robots.txt of {failing.base} unreachable" in log
+
+    paused = await job.run([home.url("/")], pause_when=held)
+    assert paused.stat("robotstxt/deferred/saved") == 3, paused.log[-3000:]
+    return failing, home
+
+
+@deferred_f_from_coro_f
+async def test_a_close_while_the_store_opens_saves_the_paused_state_again(
+    servers: ServerPool, tmp_path: Path
+) -> None:
+    """The spider closes (here CLOSESPIDER_TIMEOUT) while the store is still opening, before
+    the state was resumed: the close wrote a state without the paused run's requests, and
+    they were lost (found by the third round)."""
+    job = Job(tmp_path)
+    failing, home = await _pause_with_three_held(servers, job)
+    saved = read_state(str(job.jobdir))
+
+    closed = await job.run(
+        [home.url("/")],
+        {
+            "REP9309_STORE": "tests.test_e2e_store_bugs.OpensAfterTheClose",
+            "CLOSESPIDER_TIMEOUT": 0.5,
+        },
+    )
+    saved_again = read_state(str(job.jobdir))
+    failing.script("/robots.txt", [rules(PRIVATE)])
+    resumed = await job.run([home.url("/")])
+
+    assert closed.stats["finish_reason"] == "closespider_timeout", closed.log[-3000:]
+    assert saved_again.records == saved.records
+    assert saved_again.held[: len(saved.held)] == saved.held
+    assert resumed.stats["finish_reason"] == "finished", resumed.log[-3000:]
+    pages = failing.urls(["/page/1", "/page/2", "/private/3"])
+    assert job.outcomes() == Counter([home.url("/"), *pages]), "each once, none lost"
+    assert sorted(entry.path for entry in failing.page_requests) == ["/page/1", "/page/2"]
+
+
+@deferred_f_from_coro_f
+async def test_a_store_not_opened_and_a_state_not_written_keep_the_paused_state(
+    servers: ServerPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state of the paused run, never resumed, stays as it was (found by the third
+    round: it was removed, as a state a resumed run could not update is)."""
+    job = Job(tmp_path)
+    failing, home = await _pause_with_three_held(servers, job)
+    saved = state_path(job.jobdir).read_bytes()
+    monkeypatch.setattr("scrapy_rep9309.integration.middleware.write_state", _full_disk)
+
+    not_opened = await run_crawl(  # (Scrapy 2.13 schedules the start request, held)
+        [home.url("/")],
+        {"JOBDIR": str(job.jobdir), "REP9309_STORE": "tests.test_e2e_store_bugs.OpenRaises"},
+    )
+    monkeypatch.undo()
+    kept = state_path(job.jobdir).read_bytes() if state_path(job.jobdir).exists() else b""
+    failing.script("/robots.txt", [rules(PRIVATE)])
+    await job.run([home.url("/")])
+
+    assert not_opened.close_reason == "robotstxt_store_not_opened"
+    assert kept == saved
+    pages = failing.urls(["/page/1", "/page/2", "/private/3"])
+    assert job.outcomes() == Counter([home.url("/"), *pages]), "each once, none lost"

@@ -446,6 +446,15 @@ def test_a_usage_line_the_parser_cuts_in_its_value_states_nothing() -> None:
     }
     cut_item = "Content-Signal: search=no, ai-train=yes" + "x" * 17_000  # "yesxxx...": no yes
     assert RobotsTxt.parse(with_rules(cut_item)).content_signals("anybot") == {"search": "no"}
+    # Cut right after an item, before the comma of the next, the item is whole (the
+    # third round found it dropped).
+    head = "Content-Signal: search=yes, "
+    whole = head + "x" * (MAX_LINE_OCTETS - len(head) - len(", ai-train=no")) + ", ai-train=no"
+    assert len(whole) == MAX_LINE_OCTETS
+    assert RobotsTxt.parse(with_rules(whole + ", search=no")).content_signals("anybot") == {
+        "search": "yes",
+        "ai-train": "no",
+    }
     lost = f"Content-Signal: search=yes, {filler}, ai-train=no"
     assert RobotsTxt.parse(with_rules(lost)).content_signals("anybot") == {"search": "yes"}
 

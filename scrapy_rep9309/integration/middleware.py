@@ -157,8 +157,8 @@ class RobotsTxtMiddleware:
         self._codec = RequestCodec(None)
         self._crawl_delay_keeper: CrawlDelayKeeper | None = None
         self._closed = False
-        #: The JOBDIR state of the paused run when the store could not be opened: not
-        #: resumed, saved again at the close (``_stop_without_store``).
+        #: The JOBDIR state of the paused run until ``_resume`` holds its requests again:
+        #: a close before (the store slow to open, or not opening) saves it again.
         self._unresumed: JobState | None = None
         #: From this middleware's spider_idle receiver to the next turn of the event loop.
         self._in_idle_pass = False
@@ -189,6 +189,9 @@ class RobotsTxtMiddleware:
             ]
             install_last_look(engine.downloader, self._last_look, replace=True)
         self._codec = RequestCodec(spider)
+        if self._jobdir:
+            # Read before the store opens: until it is resumed, a close saves it again.
+            self._unresumed = read_state(self._jobdir)
         not_opened: Exception | None = None
         try:
             await self._patient_store.open(self._codec, self._changed_elsewhere)
@@ -196,14 +199,11 @@ class RobotsTxtMiddleware:
             not_opened = exc
         if self._closed:  # the spider closed while the store opened (it is closed again)
             return
-        if self._jobdir:
-            state = read_state(self._jobdir)
-            if not_opened is not None:
-                self._unresumed = state  # saved again at the close, with this run's
-            else:
-                await self._resume(state)
         if not_opened is not None:
             self._stop_without_store(not_opened)
+            return
+        if self._unresumed is not None:
+            await self._resume(self._unresumed)
         self.driver.start_orphan_sweep()
 
     def _stop_without_store(self, exc: Exception) -> None:
@@ -213,7 +213,8 @@ class RobotsTxtMiddleware:
         ``spider_opened`` closes it before it starts where Scrapy honours that (2.19
         does); elsewhere (2.13 logs it and goes on) it is closed once it runs. A JOBDIR
         state is not resumed (its records would go through the store) but saved again
-        at the close, with the requests this run held, for a run whose store opens."""
+        at the close, with the requests this run held, for a run whose store opens
+        (``_unresumed``)."""
         logger.error(
             "REP9309_STORE: the robots.txt store %s could not be opened (%s: %s); the "
             "spider closes (%s)",
@@ -386,11 +387,16 @@ class RobotsTxtMiddleware:
 
     async def _not_saved(self, error: OSError, leftovers: list[Leftover]) -> None:
         """The state could not be written: the held requests end here, and the state of
-        an earlier pause is removed, so that a resume does not take it up."""
+        an earlier pause is removed, so that a resume does not take it up; unless this
+        run never resumed it (its store did not open): it stands as it was, whole (the
+        write is atomic)."""
         assert self._jobdir is not None
         try:
-            discard_state(self._jobdir)
-            earlier = "every robots.txt is fetched again on a resume"
+            if self._unresumed is not None:
+                earlier = "the state of the earlier pause, never resumed, is kept"
+            else:
+                discard_state(self._jobdir)
+                earlier = "every robots.txt is fetched again on a resume"
         except OSError as removal:
             earlier = (
                 f"the state of an earlier pause could not be removed either ({removal}): "
@@ -439,6 +445,9 @@ class RobotsTxtMiddleware:
         self.driver.restore(records)
         for key, record in records.items():
             await self.store.save(key, record, None)
+        if self._closed:  # meanwhile: the close saved the state again, unresumed
+            return
+        self._unresumed = None  # from here on, what it held is held again (no await)
         unrestored: list[str] = []  # "<origin>: <why>", for the WARNING
         for saved in state.held:
             origin = Origin.from_url(saved.origin)

@@ -143,8 +143,9 @@ class _OnRequestRecords:
         value). A cut ``Content-Signal`` keeps the items wholly before the cut (``no``
         wins wherever it stands); the cut one goes (``ai-train=yesterday`` cut to
         ``ai-train=yes``)."""
+        #: Line number -> whether the cut fell between two items (at a comma).
         cut = {
-            first_line_no + offset
+            first_line_no + offset: line[MAX_LINE_OCTETS:].lstrip(b" \t").startswith(b",")
             for offset, line in enumerate(whole_lines)
             if len(line) > MAX_LINE_OCTETS and _cut_inside_value(line)
         }
@@ -153,7 +154,7 @@ class _OnRequestRecords:
         for line_no in cut:
             self.usage_rules.pop(line_no, None)
         self.signals = [
-            (line_no, value.rpartition(b",")[0] if line_no in cut else value)
+            (line_no, value.rpartition(b",")[0] if cut.get(line_no) is False else value)
             for line_no, value in self.signals
         ]
 
