@@ -862,3 +862,27 @@ async def test_a_store_not_opened_and_a_state_not_written_keep_the_paused_state(
     assert kept == saved
     pages = failing.urls(["/page/1", "/page/2", "/private/3"])
     assert job.outcomes() == Counter([home.url("/"), *pages]), "each once, none lost"
+
+
+@pytest.mark.parametrize("store", ["FirstSaveUnreachable", "SaveRaises"])
+@deferred_f_from_coro_f
+async def test_a_resume_whose_store_fails_to_take_the_records_holds_the_requests_again(
+    servers: ServerPool, tmp_path: Path, store: str
+) -> None:
+    """The resume writes the saved records to the store first. A save that failed (out of
+    reach for a moment, or a bug) stopped the resume: the paused run's requests were
+    neither held again nor ended, and its records came back at the close over newer ones
+    (found by the fourth round). An outage is waited out, a bug logged."""
+    job = Job(tmp_path)
+    failing, home = await _pause_with_three_held(servers, job)
+    failing.script("/robots.txt", [rules(PRIVATE)])
+
+    resumed = await job.run(
+        [home.url("/")], {"REP9309_STORE": f"tests.test_e2e_store_bugs.{store}"}
+    )
+
+    assert resumed.stats["finish_reason"] == "finished", resumed.log[-3000:]
+    pages = failing.urls(["/page/1", "/page/2", "/private/3"])
+    assert job.outcomes() == Counter([home.url("/"), *pages]), "each once, none lost"
+    assert sorted(entry.path for entry in failing.page_requests) == ["/page/1", "/page/2"]
+    assert deferred_adds_up(resumed)

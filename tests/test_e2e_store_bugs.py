@@ -74,6 +74,23 @@ class OpensAfterTheClose(MemoryStore):
         await super().close()
 
 
+class FirstSaveUnreachable(MemoryStore):
+    """Its first save fails as a store briefly out of reach does."""
+
+    failed = False
+
+    async def save(self, key: str, record: Any, expected: int | None) -> int | None:
+        if not type(self).failed:
+            type(self).failed = True
+            raise ConnectionError("not yet")
+        return await super().save(key, record, expected)
+
+
+class SaveRaises(MemoryStore):
+    async def save(self, key: str, record: Any, expected: int | None) -> int | None:
+        raise RuntimeError("a bug in save")
+
+
 class LoadRaises(MemoryStore):
     async def load(self, key: str) -> StoredRecord | None:
         raise RuntimeError("a bug in load")

@@ -393,7 +393,7 @@ class RobotsTxtMiddleware:
         assert self._jobdir is not None
         try:
             if self._unresumed is not None:
-                earlier = "the state of the earlier pause, never resumed, is kept"
+                earlier = "the state file of the earlier pause, never resumed, is left as it was"
             else:
                 discard_state(self._jobdir)
                 earlier = "every robots.txt is fetched again on a resume"
@@ -443,9 +443,21 @@ class RobotsTxtMiddleware:
             }
         )
         self.driver.restore(records)
+        # The driver has the records now (``records()`` gives them back for the pause,
+        # unless a newer copy superseded one): only the held requests wait.
+        self._unresumed = JobState(held=state.held)
         for key, record in records.items():
-            await self.store.save(key, record, None)
-        if self._closed:  # meanwhile: the close saved the state again, unresumed
+            try:
+                await self._patient_store.save(key, record, None)  # waits out an outage
+            except Exception as exc:  # a store bug: the record stays in the driver only
+                logger.warning(
+                    "REP9309_STORE: could not restore the saved robots.txt record of %s "
+                    "(%s: %s); it is fetched again when needed",
+                    key,
+                    type(exc).__name__,
+                    exc,
+                )
+        if self._closed:  # meanwhile: the close saved the held requests again
             return
         self._unresumed = None  # from here on, what it held is held again (no await)
         unrestored: list[str] = []  # "<origin>: <why>", for the WARNING
