@@ -210,8 +210,9 @@ class RobotsTxtMiddleware:
         """The store did not open (raised, or no answer within OPEN_TIMEOUT): the crawl
         stops, its requests held until then ending "closed", rather than going on with
         every origin unknown until REP9309_DEFER_TIMEOUT. CloseSpider from
-        ``spider_opened`` closes it before it starts where Scrapy honours that (2.19
-        does); elsewhere (2.13 logs it and goes on) it is closed once it runs. A JOBDIR
+        ``spider_opened`` closes it before it starts where Scrapy honours that
+        (``_HONOURS_CLOSE_SPIDER_WHILE_OPENING``); elsewhere (2.13 logs it and goes
+        on) it is closed once it runs. A JOBDIR
         state is not resumed (its records would go through the store) but saved again
         at the close, with the requests this run held, for a run whose store opens
         (``_unresumed``)."""

@@ -59,11 +59,6 @@ class PatientStore:
         self._bugs_logged: set[str] = set()
 
     @property
-    def closed(self) -> bool:
-        """Whether the store was closed (or could not be opened)."""
-        return self._closed
-
-    @property
     def shared(self) -> bool:
         """Whether other processes use the same store (see ``SharedOriginStore``)."""
         return bool(getattr(self.inner, "shared", False))

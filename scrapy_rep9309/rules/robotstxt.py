@@ -143,7 +143,7 @@ class _OnRequestRecords:
         value). A cut ``Content-Signal`` keeps the items wholly before the cut (``no``
         wins wherever it stands); the cut one goes (``ai-train=yesterday`` cut to
         ``ai-train=yes``)."""
-        #: Line number -> whether the cut fell between two items (at a comma).
+        # Line number -> whether the cut fell between two items (at a comma).
         cut = {
             first_line_no + offset: line[MAX_LINE_OCTETS:].lstrip(b" \t").startswith(b",")
             for offset, line in enumerate(whole_lines)
