@@ -34,6 +34,7 @@ from twisted.internet.defer import Deferred, DeferredSemaphore, gatherResults
 from scrapy_rep9309.integration import atonce
 from scrapy_rep9309.integration.fetch import fetch_robots_txt
 from scrapy_rep9309.integration.timers import Timers
+from scrapy_rep9309.integration.waiting import all_at_most, at_most, fire
 from scrapy_rep9309.policy.fetchresult import FetchResult, failed
 from scrapy_rep9309.policy.machine import (
     Action,
@@ -329,7 +330,7 @@ class OriginDriver:
     def _look_whether_closing(self, token: Hashable, waiter: Deferred[bool]) -> None:
         """Wake a request waiting in ``wait`` (with None) once the spider is closing."""
         if self._closing():
-            _fire(waiter, None)
+            fire(waiter, None)
             return
         self._timers.schedule(
             ("poll", token), WAIT_POLL_INTERVAL, self._look_whether_closing, token, waiter
@@ -391,7 +392,7 @@ class OriginDriver:
                         self._carry_out(origin, machine, actions)
                 finally:
                     for peeked in self._peeks.pop(origin):
-                        _fire(peeked, None)
+                        fire(peeked, None)
         return machine.usable(time.time())
 
     def start_orphan_sweep(self) -> None:
@@ -594,7 +595,7 @@ class OriginDriver:
         if leased and store_answers:
             await self._give_back_leases(leased)
         for waiter in list(self._waiters.values()):
-            _fire(waiter, None)
+            fire(waiter, None)
         self._waiters.clear()
         outbox, self._outbox = self._outbox, []
         self._keep_for_close(outbox)
@@ -620,7 +621,7 @@ class OriginDriver:
             deferred_from_coro(self.store.release_lease(str(origin), self._owner))
             for origin in origins
         ]
-        await _all_at_most(releases, CLOSE_STORE_TIMEOUT)
+        await all_at_most(releases, CLOSE_STORE_TIMEOUT)
 
     def _with_newest_copy(self, leftover: Leftover) -> Leftover:
         if leftover.record is not None:
@@ -633,7 +634,7 @@ class OriginDriver:
         that they decide their requests (forbidden, or left to save or close with their
         copy) instead of those ending unknown. See ``_answering``."""
         for answering in list(self._answering.values()):
-            await _at_most(answering, CLOSE_ANSWER_TIMEOUT)
+            await at_most(answering, CLOSE_ANSWER_TIMEOUT)
 
     async def _settle_store_calls(self) -> bool:
         """Fleet, at close: let the queued store calls finish (a few seconds at most), so
@@ -642,7 +643,7 @@ class OriginDriver:
         for call in [*self._chains.values(), *self._machine_calls]:
             if call.called:
                 continue
-            if not await _at_most(call, CLOSE_STORE_TIMEOUT):
+            if not await at_most(call, CLOSE_STORE_TIMEOUT):
                 return False  # the store is down: what it has not confirmed stays ours
         return True
 
@@ -659,7 +660,7 @@ class OriginDriver:
             held = HeldRequest(next(self._tokens), leftover.deadline, leftover.request)
             write = deferred_from_coro(self._hold_for_the_fleet(leftover.origin, held))
             writes[held.token] = (leftover, write)
-        await _all_at_most([write for _, write in writes.values()], CLOSE_STORE_TIMEOUT)
+        await all_at_most([write for _, write in writes.values()], CLOSE_STORE_TIMEOUT)
         ours = set(await self.store.withdraw_unwritten())
         ours.update(
             token for token, (_, write) in writes.items() if write.called and not write.result
@@ -891,7 +892,7 @@ class OriginDriver:
         """``origin``'s answer is carried out (or never will be): ``close`` goes on."""
         answering = self._answering.pop(origin, None)
         if answering is not None:
-            _fire(answering, None)
+            fire(answering, None)
 
     async def _take_download_slot(self, origin: Origin) -> bool:
         """Take one of the REP9309_CONCURRENT_FETCHES download slots, waiting for one if
@@ -1302,7 +1303,7 @@ class OriginDriver:
         for entry in held:
             waiter = self._waiters.pop(entry.token, None)
             if waiter is not None:
-                _fire(waiter, released)
+                fire(waiter, released)
 
     def expiry_reason(self, origin: Origin) -> str:
         failure = self.last_failure(origin)
@@ -1373,41 +1374,9 @@ def closing_reason(origin: Origin) -> str:
     return f"Spider closed before the robots.txt of {origin} was known"
 
 
-def _reactor() -> Any:
-    from twisted.internet import reactor
-
-    return reactor
-
-
 def _forget_call(result: Any, running: set[Deferred[Any]], call: Deferred[Any]) -> Any:
     running.discard(call)
     return result
-
-
-def _fire(waiter: Deferred[Any], value: Any) -> None:
-    if not waiter.called:
-        waiter.callback(value)
-
-
-async def _all_at_most(deferreds: list[Deferred[Any]], seconds: float) -> None:
-    """Wait for all of ``deferreds`` to fire, ``seconds`` at most in all."""
-    deadline = time.monotonic() + seconds
-    for deferred in deferreds:
-        if not deferred.called:
-            await _at_most(deferred, max(0.0, deadline - time.monotonic()))
-
-
-async def _at_most(deferred: Deferred[Any], seconds: float) -> bool:
-    """Wait for ``deferred`` to fire, ``seconds`` at most (its result stays with its
-    other callbacks); whether it fired in time."""
-    waited: Deferred[None] = Deferred()
-    deferred.addBoth(lambda result: _fire(waited, None) or result)
-    waited.addTimeout(seconds, _reactor())
-    try:
-        await maybe_deferred_to_future(waited)
-    except Exception:
-        return False
-    return True
 
 
 def engine_closing(crawler: Crawler) -> bool:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-
+from scrapy_rep9309.integration.waiting import sleep, within
 from scrapy_rep9309.policy.record import OriginRecord
 from scrapy_rep9309.storage.base import StoredRecord, StoreUnavailable
 
@@ -77,7 +75,7 @@ class PatientStore:
         """Open the store, OPEN_TIMEOUT seconds at most: raises what its ``open`` raised,
         or TimeoutError. A store that did not open is not used, nor closed."""
         try:
-            await _within(lambda: self.inner.open(codec, on_change), OPEN_TIMEOUT)
+            await within(lambda: self.inner.open(codec, on_change), OPEN_TIMEOUT)
         except Exception:
             self._closed = True
             raise
@@ -94,7 +92,7 @@ class PatientStore:
             return  # not opened (yet: ``open`` closes it when it returns)
         self._opened = False
         try:
-            await _within(self.inner.close, CLOSE_TIMEOUT)
+            await within(self.inner.close, CLOSE_TIMEOUT)
         except TimeoutError:
             logger.warning(
                 "The robots.txt store %r did not close within %g s: the spider closes "
@@ -203,7 +201,7 @@ class PatientStore:
                 if self._closed:
                     break
                 self._failed(exc)
-                await _sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
+                await sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
                 attempt += 1
                 continue
             if proves_up:
@@ -296,42 +294,3 @@ def _is_load_or_lease_answer(answer: Any) -> bool:
 
 def _is_bool(answer: Any) -> bool:
     return isinstance(answer, bool)
-
-
-async def _within(call: Callable[[], Awaitable[Any]], seconds: float) -> Any:
-    """``await call()``, ``seconds`` at most (then cancelled: TimeoutError), on the
-    running reactor (asyncio or not)."""
-    from twisted.internet import reactor
-
-    awaitable = call()
-    if not isawaitable(awaitable):
-        raise TypeError(f"{call!r} returned {awaitable!r}, not an awaitable")
-    waiting = deferred_from_coro(awaitable)
-    expired: list[bool] = []
-
-    def expire() -> None:
-        expired.append(True)
-        waiting.cancel()
-
-    timer = reactor.callLater(seconds, expire)  # type: ignore[attr-defined]
-    try:
-        return await maybe_deferred_to_future(waiting)
-    except BaseException:
-        if expired:  # cancelled by us (asyncio's or Twisted's CancelledError)
-            raise TimeoutError(f"no answer within {seconds:g} s") from None
-        raise
-    finally:
-        if timer.active():
-            timer.cancel()
-
-
-async def _sleep(seconds: float) -> None:
-    """Wait on the running reactor (asyncio or not)."""
-    from twisted.internet import reactor
-    from twisted.internet.task import deferLater
-
-    await maybe_deferred_to_future(deferLater(reactor, seconds, _nothing))
-
-
-def _nothing() -> Any:
-    return None
