@@ -928,13 +928,18 @@ def _origin_key(request: Request) -> Origin | None:
 
 
 def _build_store(store_class: type, crawler: Crawler) -> OriginStore:
-    """REP9309_STORE's store; a ``from_crawler`` that returns nothing names the setting."""
-    try:
+    """REP9309_STORE's store, as Scrapy builds its components; a ``from_crawler`` that
+    returns nothing names the setting."""
+    from_crawler = getattr(store_class, "from_crawler", None)
+    if from_crawler is None:
         return build_from_crawler(store_class, crawler)
-    except TypeError as exc:
-        if "returned None" not in str(exc):
-            raise
-        raise SettingsError(f"Invalid value for REP9309_STORE: {exc}") from None
+    store = from_crawler(crawler)
+    if store is None:
+        raise SettingsError(
+            f"Invalid value for REP9309_STORE: {global_object_name(store_class)}.from_crawler "
+            "returned None"
+        )
+    return store
 
 
 def close_once_running(crawler: Crawler, reason: str, tries: int = 1200) -> None:
