@@ -654,6 +654,40 @@ async def test_a_take_repeated_after_its_reply_was_lost_gets_the_same_requests(
 
 
 @deferred_f_from_coro_f
+async def test_a_take_of_all_repeated_after_a_lost_reply_also_takes_those_held_since(
+    fleet: _Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, and a peer held one more request for the origin before the repeat (left
+    by the last stop: the repeat returned only the first attempt's requests, and the new
+    one waited in Redis until a later take or the close). A take of all takes it too."""
+    taker, holder = await fleet.open(), await fleet.open()
+    await holder.hold(KEY, HeldRequest(1, 100.0, "first"))
+    pipelined = taker._pipelined
+    lost = []
+
+    async def reply_lost(calls: Any) -> Any:
+        await pipelined(calls)
+        if not lost:
+            lost.append(calls)
+            raise ConnectionError("the reply was lost")
+        return await pipelined(calls)
+
+    monkeypatch.setattr(taker, "_pipelined", reply_lost)
+    with pytest.raises(StoreUnavailable):
+        await taker.take_held(KEY)
+    await holder.hold(KEY, HeldRequest(2, 100.0, "held since"))
+
+    taken = await taker.take_held(KEY)
+
+    assert sorted(held.request for held in taken) == ["first", "held since"]
+    assert not fleet.server.client().keys("rep9309:held:*"), "nothing left held"
+    assert not fleet.server.client().smembers("rep9309:holders"), "no holder left listed"
+    await taker.handed_over()
+    assert not fleet.server.client().keys("rep9309:receipt:*"), "none left standing"
+    assert await taker.take_held(KEY) == [], "taken once only"
+
+
+@deferred_f_from_coro_f
 async def test_requests_handed_over_before_the_taker_dies_are_not_adopted(
     fleet: _Fleet,
 ) -> None:

@@ -28,7 +28,8 @@ What lives where, under ``<prefix>:`` (default ``rep9309:``):
 Taking held requests (``take_held``, ``adopt_orphans``) is idempotent: a script keeps
 what it took under a receipt (an adoption's for a minute), and a call repeated after a
 lost reply (the client retries once; a take the caller repeats reuses its receipt) gets
-the same requests back instead of none. The receipts of
+the same requests back instead of none (a take of every request of an origin also
+those held since). The receipts of
 ``take_held`` also stand for the requests until the process has handed them to the
 engine (``handed_over``, which drops them): listed in ``receipts:<process>`` (and the
 process in ``receipting``), those of a process killed in between are adopted with its
@@ -248,13 +249,20 @@ return cleared
 # prefix, origin key, me, entry ids (none: all). Returns id, value, id, value... A held
 # key of another type than a hash (something else wrote there) is deleted: the answer is
 # FOREIGN_HELD alone. The receipt is listed under <me> until ``handed_over`` drops it.
+# A receipt that exists already is a repeat after a lost reply: its requests are
+# returned again, and a take of all also takes those held since.
 _TAKE = (
     _GENERATION_CHECK
     + """
-if redis.call('EXISTS', KEYS[3]) == 1 then return redis.call('LRANGE', KEYS[3], 0, -1) end
+local kept = {}
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  kept = redis.call('LRANGE', KEYS[3], 0, -1)
+  if #ARGV > 4 then return kept end
+end
 local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'hash' and kind ~= 'none' then
   redis.call('DEL', KEYS[1])
+  if #kept > 0 then return kept end
   return {'FOREIGN_HELD'}
 end
 local out = {}
@@ -271,7 +279,7 @@ else
     end
   end
 end
-if #out == 0 then return out end
+if #out == 0 then return kept end
 for i = 1, #out, 128 do redis.call('RPUSH', KEYS[3], unpack(out, i, math.min(i + 127, #out))) end
 for i = 5, 6 do
   local kind = redis.call('TYPE', KEYS[i]).ok
@@ -292,7 +300,8 @@ for i = 1, #out, 2 do
     remaining[owner] = true
   end
 end
-return out
+for i = 1, #out do kept[#kept + 1] = out[i] end
+return kept
 """
 )
 
