@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from scrapy_rep9309.integration.accounting import Accounting
+    from scrapy_rep9309.integration.resilience import PatientStore
     from scrapy_rep9309.integration.settings import Rep9309Settings
-    from scrapy_rep9309.storage.base import OriginStore
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class OriginDriver:
         self,
         crawler: Crawler,
         settings: Rep9309Settings,
-        store: OriginStore,
+        store: PatientStore,
         accounting: Accounting,
     ) -> None:
         self.crawler = crawler
@@ -118,15 +118,15 @@ class OriginDriver:
         self.store = store
         # What the store is, read once: each is asked several times per origin.
         #: Whether other crawl processes use the same store (a fleet).
-        self.shared = bool(getattr(store, "shared", False))
+        self.shared = store.shared
         #: Whether the store wants a copy of held requests. The memory store does not:
         #: in one process the driver's own copy is the only one anyone reads, and
         #: skipping it spares two store calls per held request.
-        self._store_keeps_held = bool(getattr(store, "keeps_held_requests", True))
+        self._store_keeps_held = store.keeps_held_requests
         #: Whether the store's calls complete without waiting (the memory store's): the
         #: driver then runs them on the spot, sparing a task and a trip round the event
         #: loop per call (a new origin needs three).
-        self._answers_at_once = bool(getattr(store, "answers_at_once", False))
+        self._answers_at_once = store.answers_at_once
         self.accounting = accounting
         assert crawler.stats is not None
         self.stats = crawler.stats
@@ -384,8 +384,7 @@ class OriginDriver:
             else:
                 self._peeks[origin] = []
                 try:
-                    load = getattr(self.store, "try_load", self.store.load)
-                    stored = await load(str(origin))
+                    stored = await self.store.try_load(str(origin))
                     if stored is not None and machine.state is State.NEW:
                         actions = machine.changed(stored.record, stored.version, time.time())
                         self._note_outcome(origin, machine, stored.record)
@@ -768,10 +767,11 @@ class OriginDriver:
         self._carry_out(origin, machine, machine.timer(timer, time.time()))
 
     async def _load(self, origin: Origin, machine: OriginMachine) -> None:
-        load_or_lease = getattr(self.store, "load_or_lease", None) if self.shared else None
         lease: bool | None = None
-        if load_or_lease is not None:
-            stored, lease = await load_or_lease(str(origin), self._owner, self._lease_ttl)
+        if self.shared:
+            stored, lease = await self.store.load_or_lease(
+                str(origin), self._owner, self._lease_ttl
+            )
         else:
             stored = await self.store.load(str(origin))
         record, version = (None, None) if stored is None else (stored.record, stored.version)

@@ -386,6 +386,7 @@ def _answered(
         truncated="download_stopped" in response.flags or len(body) > settings.max_size,
         cache_control=response.headers.getlist(b"Cache-Control"),
         retry_after=response.headers.get(b"Retry-After"),
+        now=time.time(),
     )
 
 

@@ -424,7 +424,7 @@ class RobotsTxtMiddleware:
             return records
         newest_first = sorted(records.items(), key=lambda item: -item[1].fetched_at)
         kept = dict(newest_first[: self.settings.cache_size])
-        kept.update((key, record) for key, record in records.items() if record.retry_at > now)
+        kept.update((key, record) for key, record in records.items() if record.in_backoff(now))
         return kept
 
     async def _resume(self, state: JobState) -> None:

@@ -169,9 +169,6 @@ class PatientStore:
     ) -> list[HeldRequest]:
         return await self._patiently(lambda: self.inner.take_held(key, tokens), [])
 
-    async def held_keys(self) -> list[str]:
-        return await self._patiently(self.inner.held_keys, [])
-
     async def withdraw_unwritten(self) -> list[Hashable]:
         # Local: what the store kept in the process, no call that an outage could fail.
         withdraw = getattr(self.inner, "withdraw_unwritten", None)

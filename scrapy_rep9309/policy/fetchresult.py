@@ -8,7 +8,6 @@ not import Scrapy. Both follow redirects with the rules below and build their
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -63,8 +62,10 @@ def answered(
     truncated: bool,
     cache_control: list[str | bytes],
     retry_after: str | bytes | None,
+    now: float,
 ) -> FetchResult:
-    """The result of a final (non-redirect) response, classified per RFC 9309 2.3.1."""
+    """The result of a final (non-redirect) response, classified per RFC 9309 2.3.1;
+    ``now`` (Unix time) resolves a ``Retry-After`` given as an HTTP date."""
     outcome = outcome_of_status(status)
     cache = parse_cache_control(cache_control)
     return FetchResult(
@@ -75,7 +76,7 @@ def answered(
         redirects=redirects,
         final_url=final_url,
         truncated=truncated and outcome == AVAILABLE,
-        retry_after=parse_retry_after(retry_after, time.time()) if outcome == UNREACHABLE else None,
+        retry_after=parse_retry_after(retry_after, now) if outcome == UNREACHABLE else None,
         max_age=cache.max_age,
         no_store=cache.no_store,
     )

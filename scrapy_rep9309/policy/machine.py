@@ -9,8 +9,8 @@ driver (``integration/driver.py``) only turns Scrapy signals into events and car
 out the effects. The time is always passed in, so tests drive it with a fake clock.
 
 Time-based changes (a copy passing its TTL, a stale copy's retry falling due) are
-applied lazily: every entry point first advances the machine to ``now``, so no timer
-is needed for them and the per-request check is one comparison.
+applied lazily: every event but the close first advances the machine to ``now``, so no
+timer is needed for them and the per-request check is one comparison.
 """
 
 from __future__ import annotations
@@ -228,7 +228,8 @@ class Action:
     effect: Effect
     #: RELEASE, EXPIRE, DROP: the held requests concerned, oldest first.
     held: tuple[Held, ...] = ()
-    #: STORE: the record to write; RELEASE: the record the requests were released with.
+    #: STORE: the record to write; RELEASE, DROP: the newest record when the requests
+    #: were released or dropped (None if there was none).
     record: OriginRecord | None = None
     #: STORE: the store version the record replaces (None: there was none).
     version: int | None = None
@@ -295,7 +296,7 @@ class OriginMachine:
         if self.held or self.state in _WAITING:
             return False
         record = self.record
-        return record is None or record.retry_at <= now
+        return record is None or not record.in_backoff(now)
 
     # -- events ------------------------------------------------------------------
 
@@ -318,11 +319,17 @@ class OriginMachine:
     def loaded(self, record: OriginRecord | None, version: int | None, now: float) -> list[Action]:
         """The store answered LOAD with its record (None: it has none)."""
         actions = self._advance(now)
-        if self.state is not State.LOADING:
-            return actions
-        if record is not None and _newer(record, version, self.record, self.version):
-            self.record, self.version = record, version
-        return actions + self._step(self._classify(Event.LOADED_FRESH, now), now)
+        if record is None or not _newer(record, version, self.record, self.version):
+            record, version = self.record, self.version  # ours decides
+        if record is not None and record.is_fresh(now):
+            event = Event.LOADED_FRESH
+        elif record is not None and record.is_usable(now, self._timing.stale_ttl):
+            event = Event.LOADED_STALE
+        elif record is not None and record.in_backoff(now):
+            event = Event.LOADED_BACKOFF
+        else:
+            event = Event.LOADED_DUE
+        return actions + self._adopt_and_step(event, record, version, now)
 
     def leased(self, granted: bool, now: float) -> list[Action]:
         """The store answered ACQUIRE_LEASE."""
@@ -336,7 +343,12 @@ class OriginMachine:
         record = record_after_fetch(self.record, result, self._timing, now)
         replaced = self.version
         self.record = record
-        event = self._classify(Event.ANSWER_FRESH, now)
+        if record.is_fresh(now):
+            event = Event.ANSWER_FRESH
+        elif record.is_usable(now, self._timing.stale_ttl):
+            event = Event.ANSWER_STALE
+        else:
+            event = Event.ANSWER_UNREACHABLE
         return actions + self._step(event, now, replaced=replaced)
 
     def stored(self, version: int | None) -> None:
@@ -352,10 +364,13 @@ class OriginMachine:
         actions = self._advance(now)
         if not _newer(record, version, self.record, self.version, kept=kept):
             return actions
-        if self.state in (State.FETCHING, State.CLOSED):
-            return actions  # our own answer is coming; it will compare-and-set against it
-        self.record, self.version = record, version
-        return actions + self._step(self._classify(Event.CHANGED_FRESH, now), now)
+        if record.is_fresh(now):
+            event = Event.CHANGED_FRESH
+        elif record.is_usable(now, self._timing.stale_ttl):
+            event = Event.CHANGED_STALE
+        else:
+            event = Event.CHANGED_UNUSABLE
+        return actions + self._adopt_and_step(event, record, version, now)
 
     def timer(self, timer: Timer, now: float) -> list[Action]:
         """A timer armed by ARM_RETRY, ARM_LEASE_CHECK or ARM_DEADLINE fired."""
@@ -383,21 +398,16 @@ class OriginMachine:
             return self._step(Event.EXPIRED, now)
         return []
 
-    def _classify(self, fresh_event: Event, now: float) -> Event:
-        """LOADED_*, ANSWER_* or CHANGED_*, by what ``self.record`` allows now."""
-        family = fresh_event.value.split("-", 1)[0]
-        record = self.record
-        if record is not None and record.is_fresh(now):
-            return Event(f"{family}-fresh")
-        if record is not None and record.is_usable(now, self._timing.stale_ttl):
-            return Event(f"{family}-stale")
-        if family == "answer":
-            return Event.ANSWER_UNREACHABLE
-        if family == "changed":
-            return Event.CHANGED_UNUSABLE
-        if record is not None and record.failures and record.retry_at > now:
-            return Event.LOADED_BACKOFF
-        return Event.LOADED_DUE
+    def _adopt_and_step(
+        self, event: Event, record: OriginRecord | None, version: int | None, now: float
+    ) -> list[Action]:
+        """Take ``event``, which brought ``record``: the record becomes this machine's
+        where the table has a row for the event, and is ignored with it where the table
+        ignores the event (a late store answer; a peer's record while our own fetch runs,
+        whose answer will compare-and-set against it)."""
+        if (self.state, event) in TRANSITIONS:
+            self.record, self.version = record, version
+        return self._step(event, now)
 
     def _step(
         self,

@@ -142,6 +142,12 @@ class OriginRecord:
         """Whether requests may be decided now without waiting for a fetch."""
         return now < self.usable_until(stale_ttl)
 
+    def in_backoff(self, now: float) -> bool:
+        """Whether fetches failed and the next attempt is not due yet (the one test of
+        it: the machine, the stores and the JOBDIR state keep such records, so that a
+        failing server is not fetched again at once)."""
+        return self.failures > 0 and self.retry_at > now
+
     def usable_until(self, stale_ttl: float) -> float:
         """The Unix time from which this copy no longer decides requests: when it expires,
         or, while refreshes fail (RFC 9309 2.4: a stale copy may be used), when the next

@@ -127,9 +127,6 @@ class OriginStore(Protocol):
     ) -> list[HeldRequest]:
         """Remove and return the held requests of ``key`` (only ``tokens``, if given)."""
 
-    async def held_keys(self) -> list[str]:
-        """Keys that have held requests (for a resumed crawl or a peer to pick up)."""
-
 
 class SharedOriginStore(OriginStore, Protocol):
     """A store several crawl processes share (a fleet): what the driver does differently.

@@ -78,7 +78,7 @@ class MemoryStore:
         return len(self._records)
 
     def _pinned(self, key: str, stored: StoredRecord) -> bool:
-        return stored.record.retry_at > time.time() or key in self._leases or key in self._held
+        return stored.record.in_backoff(time.time()) or key in self._leases or key in self._held
 
     def _evicted(self, key: str, stored: StoredRecord) -> None:
         if self._stats is not None:
@@ -124,6 +124,3 @@ class MemoryStore:
         if not held:
             del self._held[key]
         return [entry for _, entry in taken]
-
-    async def held_keys(self) -> list[str]:
-        return list(self._held)

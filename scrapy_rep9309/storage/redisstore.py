@@ -423,19 +423,6 @@ _TAKE = _TAKE.replace("RECEIPT_MS", str(int(RECEIPT_TTL * 1000))).replace(
 )
 _ADOPT = _ADOPT.replace("RECEIPT_MS", str(int(RECEIPT_TTL * 1000)))
 
-# KEYS: holders. ARGV: prefix. Origins with requests held by processes that are gone.
-_ORPHANED_KEYS = """
-local out = {}
-for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  if redis.call('EXISTS', ARGV[1] .. ':alive:' .. owner) == 0 then
-    for _, key in ipairs(redis.call('SMEMBERS', ARGV[1] .. ':holding:' .. owner)) do
-      out[#out + 1] = key
-    end
-  end
-end
-return out
-"""
-
 
 class RedisOriginStore:
     """Origin records, fetch leases and held requests in Redis, shared by a fleet.
@@ -547,7 +534,6 @@ class RedisOriginStore:
                 ("hold", _HOLD),
                 ("take", _TAKE),
                 ("adopt", _ADOPT),
-                ("orphaned", _ORPHANED_KEYS),
                 ("repair", _REPAIR),
             )
         }
@@ -1264,14 +1250,6 @@ class RedisOriginStore:
         task = asyncio.ensure_future(self._drop_receipts(members))
         self._senders.add(task)
         task.add_done_callback(self._senders.discard)
-
-    async def held_keys(self) -> list[str]:
-        """Origins with requests held by processes that are gone (stopped or killed):
-        those the others should pick up (``adopt_orphans``)."""
-        keys = await self._call(
-            lambda: self._scripts["orphaned"](keys=[self._key("holders")], args=[self.prefix])
-        )
-        return sorted({key.decode() for key in keys})
 
     async def adopt_orphans(self) -> list[tuple[str, HeldRequest]]:
         """Make this process the holder of the requests held by processes that are gone;

@@ -114,6 +114,7 @@ def fetch_robots(
                 truncated=truncated,
                 cache_control=headers.get_all("Cache-Control") or [],
                 retry_after=headers.get("Retry-After"),
+                now=time.time(),
             )
         problem = unfollowable(target, seen, len(redirects), max_redirects)
         if problem is not None:
