@@ -44,6 +44,24 @@ def compiled() -> core.Implementation:
 
 
 PYTHON = core.PYTHON
+
+
+def _interface(cls: type) -> set[str]:
+    """The public methods of ``cls`` and the special ones it defines itself."""
+    return {
+        name
+        for name in dir(cls)
+        if callable(getattr(cls, name))
+        and (not name.startswith("_") or (name.startswith("__") and name in vars(cls)))
+    } - {"__init__", "__new__", "__init_subclass__", "__subclasshook__", "__class__"}
+
+
+@pytest.mark.parametrize("part", ["GroupIndex", "RuleSet"])
+def test_the_twins_offer_the_same_methods(compiled: core.Implementation, part: str) -> None:
+    """Found by a reviewer: the compiled RuleSet had a ``len()`` the Python one lacked."""
+    python_methods = _interface(getattr(PYTHON, part))
+    compiled_methods = _interface(getattr(compiled, part))
+    assert compiled_methods == python_methods
 TOKENS = (b"*", b"googlebot", b"scrapy", b"bingbot", b"mybot")
 
 

@@ -1550,12 +1550,6 @@ rule_set_allowed(RuleSetObject *self, PyObject *url)
     Py_RETURN_FALSE;
 }
 
-static Py_ssize_t
-rule_set_length(RuleSetObject *self)
-{
-    return self->rule_count;
-}
-
 static PyMethodDef rule_set_methods[] = {
     {"from_groups", (PyCFunction)rule_set_from_groups, METH_VARARGS | METH_CLASS,
      "from_groups(groups, indexes): the merged rules of the groups indexes of a GroupIndex."},
@@ -1569,16 +1563,11 @@ static PyMethodDef rule_set_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PySequenceMethods rule_set_as_sequence = {
-    .sq_length = (lenfunc)rule_set_length,
-};
-
 static PyTypeObject RuleSetType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "scrapy_rep9309.rules._speedups.RuleSet",
     .tp_basicsize = sizeof(RuleSetObject),
     .tp_dealloc = (destructor)rule_set_dealloc,
-    .tp_as_sequence = &rule_set_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "RuleSet(allows, disallows): compiled rules, ready for decisions (see matcher.py).",
     .tp_methods = rule_set_methods,
