@@ -198,6 +198,8 @@ async def test_slow_fetch_logs_progress(servers: ServerPool, outside_project: Pa
         ([], "give at least one URL"),
         (["shop.test/a"], "not an absolute http(s) URL: 'shop.test/a'"),
         (["ftp://shop.test/a"], "not an absolute http(s) URL: 'ftp://shop.test/a'"),
+        # Found by a reviewer: a traceback (the spider loader's KeyError).
+        (["--spider", "nosuch", "http://shop.test/a"], "no spider named 'nosuch' in this project"),
     ],
 )
 def test_bad_arguments_exit_2(outside_project: Path, args: list[str], message: str) -> None:

@@ -64,7 +64,7 @@ async def test_a_crawl_whose_every_request_was_forbidden_says_so(servers: Server
     # The most refused origin first; the group is the one the crawl's token matched.
     assert per_origin == (
         f"robots.txt forbade every request of 2 origins: {us.base} (2 requests, first by "
-        f"Disallow: / (line 5, User-agent: scrapy)); {everyone.base} (1 requests, first by "
+        f"Disallow: / (line 5, User-agent: scrapy)); {everyone.base} (1 request, first by "
         "Disallow: / (line 3, User-agent: *))"
     )
 
@@ -95,7 +95,7 @@ async def test_usage_refused_everywhere_counts_as_forbidden(servers: ServerPool)
     crawl_wide, per_origin = _warnings(result)
     assert "let no request of this crawl through" in crawl_wide
     assert per_origin == (
-        f"robots.txt forbade every request of 1 origin: {site.base} (1 requests, first by "
+        f"robots.txt forbade every request of 1 origin: {site.base} (1 request, first by "
         "Content-Usage: train-ai=n (line 2, User-agent: *; REP9309_REQUIRE_USAGE))"
     )
 

@@ -137,9 +137,8 @@ async def test_a_copy_shorter_lived_than_the_slots_delay_still_lets_pages_throug
     """robots.txt allows everything but lives 1-2 s, and every request waits longer than
     that in its download slot (DOWNLOAD_DELAY 1.5 s; a Crawl-delay of 3 s obeyed with
     REP9309_CRAWL_DELAY): every copy has expired by the time a page is sent. A page is
-    sent back to be held for a fresh copy a bounded number of times, then goes with the
-    copy that let it into the downloader; sending it back for ever would download
-    nothing."""
+    sent back to be held for a fresh copy a bounded number of times, then the newest copy
+    decides it; sending it back for ever would download nothing."""
     if delay == "download-delay":
         robots = rules(ALLOW_ALL, headers={"Cache-Control": "max-age=1"})
         settings: dict[str, object] = {"DOWNLOAD_DELAY": 1.5, **NO_RANDOM_DELAY}
@@ -156,6 +155,65 @@ async def test_a_copy_shorter_lived_than_the_slots_delay_still_lets_pages_throug
 
     assert result.close_reason == "finished"
     assert result.urls == set(pages)
+
+
+@deferred_f_from_coro_f
+async def test_a_page_sent_back_enough_is_decided_by_the_newest_copy(
+    servers: ServerPool,
+) -> None:
+    """As above (copies live 1 s, the page's slot sends one request every 4 s), and a
+    newer copy that says Disallow comes while the page waits in its slot after its last
+    trip back, and expires before the page is sent. Found by a second reviewer: the copy
+    that let the page into the downloader decided it, and it was sent; the newest copy
+    decides it, and forbids it."""
+    allow = rules(ALLOW_ALL, headers={"Cache-Control": "max-age=1"})
+    disallow = rules(DISALLOW_ALL, headers={"Cache-Control": "max-age=1"})
+    site = servers.add([allow, allow, allow, allow, disallow])
+    # /first takes the slot; /page waits 4 s there on each of its 3 trips back, its copies
+    # fetched at about 0, 4, 8 and 12 s; /later, at 14 s (the copy of 12 s has expired),
+    # fetches the Disallow copy, expired by the time /page leaves the slot at 16 s.
+    plan = [site.url("/first"), site.url("/page"), Wait(14.0), site.url("/later")]
+    settings: dict[str, object] = {
+        "DOWNLOAD_DELAY": 4.0,
+        **NO_RANDOM_DELAY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "REP9309_FETCH_META": {"download_slot": "robots"},
+        "DOWNLOAD_SLOTS": {"robots": {"delay": 0, "concurrency": 4}},
+        "CLOSESPIDER_TIMEOUT": 90,
+    }
+
+    result = await run_crawl(plan, settings)
+
+    assert len(site.robots_fetches) == 5
+    assert [entry.path for entry in site.page_requests] == ["/first"]
+    assert result.forbidden_urls == {site.url("/page"), site.url("/later")}
+    assert result.stats["robotstxt/requeued"] == 3
+
+
+@deferred_f_from_coro_f
+async def test_a_page_of_an_evicted_origin_waits_for_a_fresh_copy_once_its_copy_expired(
+    servers: ServerPool,
+) -> None:
+    """REP9309_CACHE_SIZE=1: a request of another origin evicts the first one while its
+    pages wait in their download slot (DOWNLOAD_DELAY 2 s), past their copy's 1 s life.
+    Found by a second reviewer: an evicted origin's pages were sent on the copy that let
+    them in, expired; the next copy says Disallow. They are sent back, held, and
+    decided by it."""
+    site = servers.add(
+        [rules(ALLOW_ALL, headers={"Cache-Control": "max-age=1"}), rules(DISALLOW_ALL)]
+    )
+    other = servers.add(rules(ALLOW_ALL))
+    pages = site.urls([f"/page/{n}" for n in range(3)])
+    plan = [*pages, Wait(0.6), other.url("/other")]
+    settings = {"DOWNLOAD_DELAY": 2.0, **NO_RANDOM_DELAY, "REP9309_CACHE_SIZE": 1}
+
+    result = await run_crawl(plan, settings)
+
+    assert result.stats["robotstxt/evicted"] >= 1
+    assert len(site.robots_fetches) == 2
+    assert site.page_requests == [], "pages sent on an expired copy"
+    assert result.forbidden_urls == set(pages)
+    assert result.urls == {other.url("/other")}
 
 
 class FollowsWithCopiedMeta(PlanSpider):

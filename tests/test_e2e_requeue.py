@@ -202,7 +202,7 @@ async def test_a_request_with_another_requests_meta_has_made_no_trips_of_its_own
     servers: ServerPool,
 ) -> None:
     """/parent waits in its download slot (DOWNLOAD_DELAY 1 s) longer than its copy
-    lives (0.5 s): it is sent back 3 times, then sent under the copy that let it in (the
+    lives (0.5 s): it is sent back 3 times, then decided by the newest copy (the
     documented bound). Its child, yielded with its meta, used to inherit those trips: when
     its copy expired in the slot too it was sent at once, though its origin had no usable
     copy, and the next copy forbids it (found by a second reviewer). The trips count for

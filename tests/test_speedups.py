@@ -62,6 +62,8 @@ def test_the_twins_offer_the_same_methods(compiled: core.Implementation, part: s
     python_methods = _interface(getattr(PYTHON, part))
     compiled_methods = _interface(getattr(compiled, part))
     assert compiled_methods == python_methods
+
+
 TOKENS = (b"*", b"googlebot", b"scrapy", b"bingbot", b"mybot")
 
 

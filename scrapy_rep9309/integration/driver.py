@@ -52,6 +52,7 @@ from scrapy_rep9309.policy.record import (
     OriginRecord,
     kept_over_ours,
 )
+from scrapy_rep9309.policy.report import requests_count
 from scrapy_rep9309.rules.robotstxt import RobotsTxt
 from scrapy_rep9309.storage.base import (
     EVERY_RECORD,
@@ -215,6 +216,13 @@ class OriginDriver:
         """The copy that decides ``origin``'s requests now, if there is one."""
         machine = self.machines.get(origin)
         return None if machine is None else machine.usable(time.time())
+
+    def newest_answer(self, origin: Origin) -> OriginRecord | None:
+        """The newest answered copy of ``origin`` known here, usable or not (None: none,
+        or the origin's machine was evicted)."""
+        machine = self.machines.get(origin)
+        record = None if machine is None else machine.record
+        return record if record is not None and record.answered else None
 
     def unknown(self, origin: Origin) -> bool:
         """Whether nothing was asked about ``origin`` yet (no machine, or a new one)."""
@@ -434,7 +442,9 @@ class OriginDriver:
                 self._carry_out(origin, machine, actions)
             if adopted:
                 self.stats.inc_value(ADOPTED_STAT, len(adopted))
-                logger.info("Took over %d requests held by stopped fleet processes", len(adopted))
+                logger.info(
+                    "Took over %s held by stopped fleet processes", requests_count(len(adopted))
+                )
         finally:
             if adopted and not self._closed:
                 self._spawn(self._adopt_orphans())  # there may be more
@@ -986,10 +996,10 @@ class OriginDriver:
             )
         else:
             logger.info(
-                "robots.txt of %s unreachable (%s): %d requests held, %s",
+                "robots.txt of %s unreachable (%s): %s held, %s",
                 origin,
                 record.last_failure,
-                len(machine.held),
+                requests_count(len(machine.held)),
                 self._next_attempt(record, now),
             )
 

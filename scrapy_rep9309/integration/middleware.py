@@ -94,8 +94,12 @@ SCHEDULED_META = "rep9309_scheduled"
 REQUEUED_META = "rep9309_requeued"
 #: Trips back to be held at most, for each of the two reasons (expired in the scheduler:
 #: then the request waits in ``process_request``; expired in its download slot's queue:
-#: then the copy that let it into the downloader stands).
+#: then the newest copy decides it, ``_last_look``).
 MAX_REQUEUES = 3
+#: Seconds since its fetch within which the newest copy decides a request sent back
+#: MAX_REQUEUES times by the last look, past its lifetime: RFC 9309 2.4's bound on the
+#: use of a cached copy (a day). Each trip fetched a fresh copy, so it is seconds old.
+LAST_LOOK_MAX_AGE = 86400.0
 #: How many of a request's trips back (REQUEUED_META) the last look sent it on.
 LAST_LOOK_TRIPS_META = "_rep9309_last_look_trips"
 #: The URL whose trips the two counters above count: a request that carries them with
@@ -109,6 +113,9 @@ DONT_FILTER_META = "_rep9309_dont_filter"
 #: copy that decided it, so that the last look before sending (``integration/lastlook.py``)
 #: knows whether a newer copy has come since.
 DECIDED_META = "rep9309_decided_at"
+#: With it: until when that copy may decide (Unix time), for the last look at a request
+#: whose origin was evicted from memory meanwhile (nothing newer is known then).
+DECIDED_UNTIL_META = "_rep9309_decided_until"
 #: In ``response.flags`` of a spider's own robots.txt request answered from the copy
 #: this middleware fetched (no download): docs/behaviour.md.
 ROBOTS_COPY_FLAG = "rep9309-robots-copy"
@@ -126,6 +133,8 @@ _HONOURS_CLOSE_SPIDER_WHILE_OPENING = hasattr(ExecutionEngine, "open_spider_asyn
 STORE_NOT_OPENED_REASON = "robotstxt_store_not_opened"
 FORBIDDEN_MESSAGE = "Forbidden by robots.txt"
 USAGE_REFUSED_MESSAGE = "Usage refused by robots.txt"
+#: The reason of an http(s) request whose host cannot have a robots.txt (not a host name).
+INVALID_HOST_MESSAGE = "Invalid host: no robots.txt can be fetched for it"
 _SCHEMES = ("http", "https")
 _ROBOTS_TXT_END = "/robots.txt"
 #: Scrapy's own offsite policy: it follows every host while ``allowed_domains`` is empty.
@@ -515,6 +524,7 @@ class RobotsTxtMiddleware:
         meta = request.meta
         # A decision is this request's own: not one copied with another request's meta.
         meta.pop(DECIDED_META, None)
+        meta.pop(DECIDED_UNTIL_META, None)
         # So is "came from the scheduler" (``request_scheduled`` sets it on each trip): a
         # request sent with ``engine.download_async`` with another's meta did not.
         scheduled = meta.pop(SCHEDULED_META, False)
@@ -533,9 +543,17 @@ class RobotsTxtMiddleware:
             raise IgnoreRequest(expired)
         origin = origin_of_netloc(parts.scheme, parts.netloc)
         if origin is None:
+            # Not left to the download to fail: a proxy, or a fetching API given the
+            # absolute URL, may read it as a host whose robots.txt was never asked.
             self.stats.inc_value("robotstxt/invalid_origin")
-            meta.pop(CONTENT_USAGE_META, None)  # no decision, so no preferences
-            return None
+            meta.pop(CONTENT_USAGE_META, None)  # not let through: none of another's
+            logger.debug(
+                "Refused %(request)s: its host is not a valid host name, so it has no "
+                "robots.txt to obey",
+                {"request": request},
+                extra={"spider": self.crawler.spider},
+            )
+            raise IgnoreRequest(INVALID_HOST_MESSAGE)
         driver = self.driver
         record = driver.decisive(origin, request)
         if record is None and driver.shared:
@@ -569,28 +587,40 @@ class RobotsTxtMiddleware:
         The copy that let it through (``DECIDED_META``) is the usual answer, at the cost
         of a look-up. A newer copy decides it again (IgnoreRequest if it forbids it). No
         usable copy (it expired meanwhile, a refresh is under way) raises
-        ``NoUsableCopy``: ``process_exception`` sends the request back to be held, at
-        most ``MAX_REQUEUES`` times from here (trips back from the scheduler are counted
-        apart). An origin evicted from memory meanwhile
-        knows nothing newer: the decision stands.
+        ``NoUsableCopy``: ``process_exception`` sends the request back to be held. An
+        origin evicted from memory meanwhile knows nothing newer: the copy that decided
+        stands while it is usable (``DECIDED_UNTIL_META``).
+
+        After ``MAX_REQUEUES`` trips back from here (trips from the scheduler are counted
+        apart), each fresh copy expired before the slot let the request go: a lifetime
+        shorter than the slot's delay, which would send it back forever. The newest copy
+        then decides it, past its lifetime (``LAST_LOOK_MAX_AGE``), if no refresh has
+        failed since; else (the origin fails now) it is held again.
 
         A robots.txt download (not decided here) gets its size bound, and a look at its
         response (``live_download``)."""
-        decided_at = request.meta.get(DECIDED_META)
+        meta = request.meta
+        decided_at = meta.get(DECIDED_META)
         if decided_at is None:  # not decided here: skipped, robots.txt, no valid origin
             return live_download(request)
         origin = _origin_key(request)
         if origin is None:
             return None
         record = self.driver.usable(origin)
-        if record is not None and record.fetched_at == decided_at:
-            return None
         if record is None:
-            if self._known(origin) and _last_look_trips(request) < MAX_REQUEUES:
-                raise NoUsableCopy(origin)
-            # Evicted meanwhile (nothing newer is known), or sent back enough: a copy
-            # that lives less than the slot's delay would expire on every trip, so the
-            # copy that decided it when it entered the downloader stands.
+            known = self._known(origin)
+            if _last_look_trips(request) < MAX_REQUEUES:
+                if known or time.time() >= meta.get(DECIDED_UNTIL_META, 0.0):
+                    raise NoUsableCopy(origin)
+                return None  # evicted, its copy still usable: nothing newer is known
+            # Sent back enough: the newest copy decides, if fetched within RFC 9309's day.
+            oldest = time.time() - LAST_LOOK_MAX_AGE
+            record = self.driver.newest_answer(origin)
+            if record is None and not known and decided_at > oldest:
+                return None  # evicted: the copy that decided it is the newest known
+            if record is None or record.failures or record.fetched_at <= oldest:
+                raise NoUsableCopy(origin)  # none, or its refresh failed: held again
+        if record.fetched_at == decided_at:
             return None
         self.accounting.take_back_allowed(origin)  # counted again, or forbidden
         self._decide(origin, record, request)
@@ -743,6 +773,7 @@ class RobotsTxtMiddleware:
         self.accounting.report(origin).allowed += 1
         meta = request.meta
         meta[DECIDED_META] = record.fetched_at
+        meta[DECIDED_UNTIL_META] = record.usable_until(self.settings.stale_ttl)
         meta[CONTENT_USAGE_META] = {p.label: p.value for p in usage} if usage else {}
         if rules is not None and self.settings.crawl_delay:
             delay = rules.crawl_delay(user_agent)

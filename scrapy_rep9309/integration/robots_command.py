@@ -161,7 +161,11 @@ class Command(ScrapyCommand):
         assert self.crawler_process is not None
         loader = self.crawler_process.spider_loader
         if name:
-            return loader.load(name)
+            try:
+                return loader.load(name)
+            except KeyError:
+                message = f"no spider named {name!r} in this project"
+                raise UsageError(message, print_help=False) from None
         return spidercls_for_request(loader, Request(url), DefaultSpider)
 
     def _report(

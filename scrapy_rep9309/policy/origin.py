@@ -13,7 +13,7 @@ import re
 import sys
 from functools import lru_cache
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import idna
 
@@ -22,7 +22,15 @@ _ASCII_HOST = re.compile(r"[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*")
 
 
 def normalize_host(host: str) -> str | None:
-    """Lower-cased ASCII form of ``host`` (punycode for IDNs), None if invalid."""
+    """Lower-cased ASCII form of ``host`` (punycode for IDNs), None if invalid.
+
+    Percent-encoded octets are decoded first (RFC 3986 allows them in a host name, and
+    browsers and proxies decode them): ``%64eny.example`` is ``deny.example``'s origin."""
+    if "%" in host:
+        try:
+            host = unquote(host, errors="strict")
+        except UnicodeDecodeError:
+            return None
     host = host.strip().rstrip(".").lower()
     if not host:
         return None

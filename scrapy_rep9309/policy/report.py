@@ -135,6 +135,11 @@ def crawl_totals(
     return totals
 
 
+def requests_count(count: int) -> str:
+    """``1 request``, ``3 requests``: a count of requests as log lines say it."""
+    return f"{count} request" if count == 1 else f"{count} requests"
+
+
 def _most_refused_first(report: OriginReport) -> tuple[int, str]:
     return -(report.forbidden + report.usage_refused), report.origin
 
@@ -174,15 +179,15 @@ def all_forbidden_warnings(
     lines = []
     if totals.nothing_allowed:
         lines.append(
-            f"robots.txt let no request of this crawl through: {totals.refused} requests "
-            "forbidden or usage-refused, none allowed; check ROBOTSTXT_USER_AGENT / USER_AGENT "
-            "and the origins below"
+            "robots.txt let no request of this crawl through: "
+            f"{requests_count(totals.refused)} forbidden or usage-refused, none allowed; "
+            "check ROBOTSTXT_USER_AGENT / USER_AGENT and the origins below"
         )
     blocked = [report for report in reports if report.all_forbidden is not None]
     earlier = [] if folded is None else folded.most_refused
     shown = sorted([*blocked, *earlier], key=_most_refused_first)[:named]
     listed = "; ".join(
-        f"{report.origin} ({report.forbidden + report.usage_refused} requests, "
+        f"{report.origin} ({requests_count(report.forbidden + report.usage_refused)}, "
         f"first by {report.all_forbidden})"
         for report in shown
     )
