@@ -16,7 +16,6 @@ from scrapy_rep9309.policy.cachecontrol import (
 from scrapy_rep9309.policy.origin import Origin
 from scrapy_rep9309.policy.record import (
     AVAILABLE,
-    NO_REUSE_TTL,
     UNAVAILABLE,
     UNREACHABLE,
     cache_lifetime,
@@ -95,10 +94,13 @@ def test_cache_control(values: object, expected: CacheDirectives) -> None:
         (None, False, 1000),
         (300, False, 300),
         (5000, False, 1000),
-        (1, False, 1),
-        (0, False, NO_REUSE_TTL),
-        (None, True, NO_REUSE_TTL),
-        (300, True, NO_REUSE_TTL),
+        (60, False, 60),
+        # A shorter max-age, max-age=0, no-store and no-cache: REP9309_MIN_TTL (60 s).
+        (1, False, 60),
+        (59, False, 60),
+        (0, False, 60),
+        (None, True, 60),
+        (300, True, 60),
     ],
 )
 def test_cache_lifetime_only_shortens(
@@ -111,6 +113,13 @@ def test_cache_lifetime_only_shortens(
 def test_no_store_never_lengthens_a_short_ttl() -> None:
     settings = Rep9309Settings(cache_ttl=5)
     assert cache_lifetime(_result(AVAILABLE, no_store=True), settings) == 5
+    assert cache_lifetime(_result(AVAILABLE, max_age=1), settings) == 5
+
+
+def test_a_min_ttl_of_zero_takes_cache_control_as_it_is() -> None:
+    settings = Rep9309Settings(cache_ttl=1000, min_ttl=0)
+    assert cache_lifetime(_result(AVAILABLE, max_age=1), settings) == 1
+    assert cache_lifetime(_result(AVAILABLE, no_store=True), settings) == 0
 
 
 # -- backoff --------------------------------------------------------------------

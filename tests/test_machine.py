@@ -39,6 +39,7 @@ DEFER = 60.0
 
 class Timing:
     cache_ttl = 100.0
+    min_ttl = 0.0
     retry_delay = 10.0
     retry_max_delay = 80.0
     stale_ttl = 1000.0

@@ -27,6 +27,7 @@ def test_defaults_match_the_readme() -> None:
     assert settings == Rep9309Settings(
         user_agent=None,
         cache_ttl=86400,
+        min_ttl=60,
         max_size=512000,
         max_redirects=5,
         retry_delay=60,

@@ -34,15 +34,12 @@ class RecordTiming(Protocol):
     """The durations records are built with (``Rep9309Settings`` provides them)."""
 
     cache_ttl: float
+    min_ttl: float
     retry_delay: float
     retry_max_delay: float
     stale_ttl: float
 
 
-# ``Cache-Control: no-store`` and ``max-age=0`` ask for a fetch before every
-# use, i.e. one robots.txt request per page. They are read as "keep it this
-# long" instead (capped by REP9309_CACHE_TTL); a positive max-age is honoured.
-NO_REUSE_TTL = 60.0
 
 
 def outcome_of_status(status: int) -> str:
@@ -233,11 +230,18 @@ class OriginRecord:
 
 
 def cache_lifetime(result: FetchResult, settings: RecordTiming) -> float:
-    """REP9309_CACHE_TTL, shortened (never lengthened) by the response's Cache-Control."""
-    if result.no_store or (result.max_age is not None and result.max_age < 1):
-        return min(settings.cache_ttl, NO_REUSE_TTL)
+    """REP9309_CACHE_TTL, shortened (never lengthened) by the response's Cache-Control,
+    to REP9309_MIN_TTL at the least.
+
+    ``no-store``, ``no-cache`` and ``max-age=0`` ask for a fetch before every use, a short
+    ``max-age`` for one every few seconds: one robots.txt request per page, or several
+    (each page that waits in its download slot past the copy's life is held for a new
+    one). They are read as REP9309_MIN_TTL instead, so that a site sending them sees at
+    most one robots.txt request per origin in that time."""
+    if result.no_store:
+        return min(settings.cache_ttl, settings.min_ttl)
     if result.max_age is not None:
-        return min(settings.cache_ttl, result.max_age)
+        return min(settings.cache_ttl, max(result.max_age, settings.min_ttl))
     return settings.cache_ttl
 
 
