@@ -180,6 +180,42 @@ async def test_runs_in_the_sample_project(servers: ServerPool) -> None:
 
     assert result.returncode == 1, result.stderr
     assert f"disallowed  {site.url('/private/1')}" in result.stdout
+    assert "note" not in result.stdout, "its crawls obey robots.txt with this middleware"
+
+
+@pytest.mark.parametrize(
+    ("more_settings", "note"),
+    [
+        ("", "have ROBOTSTXT_OBEY = False"),
+        (
+            "ROBOTSTXT_OBEY = True\n",
+            "do not use scrapy-rep9309's middleware (Scrapy's built-in decides)",
+        ),
+        (
+            'ROBOTSTXT_OBEY = True\nADDONS = {"scrapy_rep9309.Addon": 0}\n',
+            None,
+        ),
+    ],
+    ids=["not-obeying", "built-in-middleware", "add-on"],
+)
+@deferred_f_from_coro_f
+async def test_a_project_whose_crawls_would_not_obey_is_told(
+    servers: ServerPool, project: Path, more_settings: str, note: str | None
+) -> None:
+    """Found by a reviewer: in a project with ROBOTSTXT_OBEY off (or Scrapy's built-in
+    middleware), the command said "disallowed" and nothing about the crawl not obeying."""
+    settings = project / "robotsproj" / "settings.py"
+    settings.write_text(PROJECT_SETTINGS + more_settings)
+    site = servers.add(rules(ROBOTS))
+
+    result = await run_async(robots(site.url("/a")), cwd=project)
+
+    assert result.returncode == 1, result.stderr
+    notes = [line for line in result.stdout.splitlines() if line.startswith("note")]
+    wanted = (
+        [] if note is None else [f"note      this project's crawls {note}: they do not obey this"]
+    )
+    assert notes == wanted
 
 
 @deferred_f_from_coro_f

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.misc import load_object
+from scrapy.utils.project import inside_project
 from scrapy.utils.spider import DefaultSpider, spidercls_for_request
 from twisted.internet.defer import DeferredList
 from twisted.internet.task import LoopingCall
@@ -202,8 +205,35 @@ class Command(ScrapyCommand):
                 verdicts.append(verdict)
                 lines += ["", *verdict.lines()]
             blocks.append("\n".join(lines))
+        unobeyed = _why_the_project_does_not_obey(fetches.crawler.settings)
+        if unobeyed is not None:
+            blocks.append(f"note      this project's crawls {unobeyed}: they do not obey this")
         print("\n\n".join(blocks))
         return EXIT_FAILED if fetches.failures else exit_status(verdicts)
+
+
+def _why_the_project_does_not_obey(settings: BaseSettings) -> str | None:
+    """What keeps the project's crawls from obeying what this command says (found by a
+    reviewer: with ROBOTSTXT_OBEY off, the report said "disallowed" and nothing more).
+    Outside a project nothing is said: there is no crawl to disagree with."""
+    if not inside_project():
+        return None
+    if not settings.getbool("ROBOTSTXT_OBEY"):
+        return "have ROBOTSTXT_OBEY = False"
+    enabled = build_component_list(settings.getwithbase("DOWNLOADER_MIDDLEWARES"))
+    if any(_is_this_middleware(component) for component in enabled):
+        return None
+    return "do not use scrapy-rep9309's middleware (Scrapy's built-in decides)"
+
+
+def _is_this_middleware(component: Any) -> bool:
+    from scrapy_rep9309.integration.middleware import RobotsTxtMiddleware
+
+    try:
+        cls = load_object(component) if isinstance(component, str) else component
+    except (ImportError, NameError, ValueError):
+        return False
+    return isinstance(cls, type) and issubclass(cls, RobotsTxtMiddleware)
 
 
 def _origins_of(urls: list[str]) -> dict[Origin, list[str]]:

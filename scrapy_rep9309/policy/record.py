@@ -40,8 +40,6 @@ class RecordTiming(Protocol):
     stale_ttl: float
 
 
-
-
 def outcome_of_status(status: int) -> str:
     """Outcome of a final (non-redirect) HTTP status, per RFC 9309 section 2.3.1.
 
