@@ -400,3 +400,18 @@ async def test_retry_after_http_date_is_honoured(servers: ServerPool) -> None:
     assert result.urls == {site.url("/a")}
     first, second = site.robots_fetches[:2]
     assert second.received - first.received >= 1.5
+
+
+@deferred_f_from_coro_f
+async def test_a_request_given_up_on_leaves_a_debug_line(servers: ServerPool) -> None:
+    """reference.md, REP9309_DEFER_TIMEOUT: a DEBUG line per request given up on. Found by
+    a reviewer: a request without an errback left nothing in the log (Scrapy logs no
+    IgnoreRequest), only the stat."""
+    failing = servers.add(Reply(503, "busy"))
+    url = failing.url("/page")
+
+    result = await run_crawl([Request(url)], {"REP9309_DEFER_TIMEOUT": 0.5})
+
+    reason = f"robots.txt of {failing.base} still unknown after 0.5 s (unreachable: HTTP 503)"
+    assert f"Gave up on <GET {url}>: {reason}" in result.messages(logging.DEBUG)
+    assert result.stat("robotstxt/deferred/expired") == 1

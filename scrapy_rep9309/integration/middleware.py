@@ -540,6 +540,12 @@ class RobotsTxtMiddleware:
         expired = meta.pop(EXPIRED_META, None)
         if expired:
             meta.pop(CONTENT_USAGE_META, None)  # not let through: none of another's
+            # Scrapy logs no IgnoreRequest: without an errback this line is all it leaves.
+            logger.debug(
+                "Gave up on %(request)s: %(reason)s",
+                {"request": request, "reason": expired},
+                extra={"spider": self.crawler.spider},
+            )
             raise IgnoreRequest(expired)
         origin = origin_of_netloc(parts.scheme, parts.netloc)
         if origin is None:
