@@ -143,7 +143,6 @@ def test_decisions_agree_on_every_rpbench_link(compiled: core.Implementation) ->
         body = prepare(path.read_bytes())
         for token in (b"scrapy", b"googlebot"):
             from_groups, from_tables, reference = rule_sets(compiled, body, token)
-            assert len(from_groups) == len(from_tables), (path.name, token)
             for url in urls:
                 expected = reference.allowed(url)
                 assert from_groups.allowed(url) == expected, (path.name, token, url)

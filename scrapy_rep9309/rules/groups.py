@@ -152,31 +152,22 @@ def records_of_kind(lines: bytes, lowered: bytes, kind: str, needle: bytes) -> l
     Every such line contains ``needle`` (lower-case) within its first
     :data:`MAX_LINE_OCTETS` octets, so only lines where a C-speed search of
     ``lowered`` (``lines.lower()``) finds it are tokenized, by the rule
-    :func:`~.parser.tokenize` uses (its fast path first, inlined, as the tokenizer's).
+    :func:`~.parser.tokenize` uses (its fast path first, as the tokenizer's).
     """
     lowered = _with_line_feeds_only(lowered)
     kind_number = KINDS.index(kind) if kind in KINDS else -1
-    kind_of_key = KIND_OF_KEY
     records = []
     found = lowered.find(needle)
     while found >= 0:
-        start = lowered.rfind(b"\n", 0, found) + 1
-        end = lowered.find(b"\n", found)
-        if end < 0:
-            end = len(lowered)
-        line = lines[start:end]
-        if end - start > MAX_LINE_OCTETS:
-            line = line[:MAX_LINE_OCTETS]
-        key, colon, value = line.partition(b":")
-        number = kind_of_key.get(key) if colon else None
-        if number is None:
+        start, end = _line_around(lowered, found)
+        line = lines[start : min(end, start + MAX_LINE_OCTETS)]
+        fast = fast_record(line)
+        if fast is None:
             record = classify(line)
             if record is not None and record[0] == kind:
                 records.append((start, end, record[1]))
-        elif number == kind_number:
-            if 35 in value:  # b"#"
-                value = value[: value.index(35)]
-            records.append((start, end, value.strip()))
+        elif fast[0] == kind_number:
+            records.append((start, end, fast[1]))
         found = lowered.find(needle, end)
     return records
 
