@@ -265,22 +265,21 @@ async def fetch_robots_txt(
             if why is not None:
                 live = hop_request(url, dont_cache=True)
                 response = await _checked_live(crawler, live, response, why)
-        except IgnoreRequest as exc:
+        except (IgnoreRequest, NotSupported) as exc:
             budget = request.meta[SIZE_BUDGET_META]
-            if budget.compressed or _decompression_refused(exc):
+            if isinstance(exc, IgnoreRequest) and (
+                budget.compressed or _decompression_refused(exc)
+            ):
                 # HttpCompressionMiddleware gave up (on a download or a cache's replay):
                 # no body to parse.
                 error = f"compressed body past {budget.decompressed_limit} bytes decompressed"
                 logger.debug("robots.txt %s unreadable: %s", url, error)
                 return _count(crawler, failed(origin, url, tuple(redirects), error))
-            reason = f"{global_object_name(type(exc))}: {exc}"
-            logger.debug("robots.txt %s refused by the crawl: %s", url, reason)
-            return _count(crawler, refused_locally(origin, url, tuple(redirects), reason))
-        except NotSupported as exc:
-            # No download handler takes the URL (none for its scheme, say): refused
-            # before it left, like an IgnoreRequest. The origin's pages fail the same way
-            # in the downloader, as with Scrapy's built-in middleware, instead of being
-            # held for REP9309_DEFER_TIMEOUT behind retries that cannot succeed.
+            # Refused before it left: by another downloader middleware (IgnoreRequest), or
+            # for want of a download handler (NotSupported: none for its scheme, say; the
+            # origin's pages then fail the same way in the downloader, as with Scrapy's
+            # built-in middleware, instead of being held for REP9309_DEFER_TIMEOUT behind
+            # retries that cannot succeed).
             reason = f"{global_object_name(type(exc))}: {exc}"
             logger.debug("robots.txt %s refused by the crawl: %s", url, reason)
             return _count(crawler, refused_locally(origin, url, tuple(redirects), reason))

@@ -146,6 +146,13 @@ class SharedOriginStore(OriginStore, Protocol):
 
     shared: bool
 
+    async def load_or_lease(
+        self, key: str, owner: str, ttl: float
+    ) -> tuple[StoredRecord | None, bool | None]:
+        """Optional. ``load``, and when no record is stored, ``acquire_lease`` in the same
+        call (the lease's answer; None when a record was stored): a new origin's first
+        request costs one round trip instead of two. Without it the driver calls the two."""
+
     async def withdraw_unwritten(self) -> list[Hashable]:
         """The tokens of the held requests ``hold`` kept in the process because the store
         could not be reached, given up: never written after this. At close, the driver
