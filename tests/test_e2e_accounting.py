@@ -131,6 +131,8 @@ async def test_requests_expired_just_before_the_close_reach_their_errback_once(
     reason = f"robots.txt of {failing.base} still unknown after 0.3 s (unreachable: HTTP 503)"
     for url in failing.urls(["/a", "/b"]):
         assert result.failure_for(url).message == reason
+        # Ended by the close, they log as those ended by process_request do (a reviewer).
+        assert f"Gave up on <GET {url}>: {reason}" in result.messages(logging.DEBUG)
     assert failing.page_requests == []
     assert result.stat("robotstxt/deferred/expired") == 2
     assert result.stat("robotstxt/deferred") == sum(

@@ -216,6 +216,48 @@ async def test_a_page_of_an_evicted_origin_waits_for_a_fresh_copy_once_its_copy_
     assert result.urls == {other.url("/other")}
 
 
+@deferred_f_from_coro_f
+async def test_a_page_sent_back_enough_is_not_sent_once_its_evicted_origin_failed(
+    servers: ServerPool,
+) -> None:
+    """Copies live 1 s, /page waits 6 s in its slot on each of its 3 trips back. While
+    it waits the last time, /x finds the copy expired and the refresh answers 503 (no
+    stale copy: REP9309_STALE_TTL 0), then another origin evicts the site from memory
+    (REP9309_CACHE_SIZE 1). Found by a reviewer: the eviction forgot the failed refresh
+    and /page went on a copy from 6 s before; it is held again, and given up on."""
+    allow = rules(ALLOW_ALL, headers={"Cache-Control": "max-age=1"})
+    site = servers.add([allow, allow, allow, allow, Reply(503, "busy")])
+    other = servers.add(rules(ALLOW_ALL))
+    # Copies at about 0, 6, 12 and 18 s; /page leaves its slot for the last time at 24 s.
+    plan = [
+        site.url("/first"),
+        site.url("/page"),
+        Wait(19.5),
+        site.url("/x"),
+        Wait(3.0),
+        other.url("/other"),
+    ]
+    settings: dict[str, object] = {
+        "DOWNLOAD_DELAY": 6.0,
+        **NO_RANDOM_DELAY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "REP9309_FETCH_META": {"download_slot": "robots"},
+        "DOWNLOAD_SLOTS": {"robots": {"delay": 0, "concurrency": 4}},
+        "REP9309_STALE_TTL": 0,
+        "REP9309_DEFER_TIMEOUT": 1.5,
+        "REP9309_CACHE_SIZE": 1,
+        "CLOSESPIDER_TIMEOUT": 90,
+    }
+
+    result = await run_crawl(plan, settings)
+
+    assert result.stats["robotstxt/evicted"] >= 1
+    assert [entry.path for entry in site.page_requests] == ["/first"]
+    reason = f"robots.txt of {site.base} still unknown after 1.5 s (unreachable: HTTP 503)"
+    assert result.failure_for(site.url("/page")).message == reason
+    assert result.urls == {site.url("/first"), other.url("/other")}
+
+
 class FollowsWithCopiedMeta(PlanSpider):
     """Follows a link from ``/start`` opting out of robots.txt, with the response's meta
     copied (a common idiom): the copy carries the middleware's keys of the first page."""

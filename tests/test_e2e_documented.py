@@ -415,3 +415,22 @@ async def test_a_request_given_up_on_leaves_a_debug_line(servers: ServerPool) ->
     reason = f"robots.txt of {failing.base} still unknown after 0.5 s (unreachable: HTTP 503)"
     assert f"Gave up on <GET {url}>: {reason}" in result.messages(logging.DEBUG)
     assert result.stat("robotstxt/deferred/expired") == 1
+
+
+@pytest.mark.parametrize("directive", ["no-store", "max-age=0"])
+@deferred_f_from_coro_f
+async def test_a_tiny_min_ttl_fetches_robots_txt_per_request_not_in_a_loop(
+    servers: ServerPool, directive: str
+) -> None:
+    """reference.md, REP9309_MIN_TTL: a small value takes no-store nearly as it is, one
+    fetch per request whose copy is gone. Found by a reviewer: with 0 (allowed then), each
+    answer was stale as it arrived, taken for unreachable and fetched again at once,
+    4,000 times in 4 s, and no page was downloaded."""
+    site = servers.add(rules(ALLOW_ALL, headers={"Cache-Control": directive}))
+    pages = site.urls([f"/p/{n}" for n in range(3)])
+
+    result = await run_crawl(pages, {"REP9309_MIN_TTL": 0.001})
+
+    assert result.urls == set(pages)
+    assert result.close_reason == "finished"
+    assert len(site.robots_fetches) <= 30, "robots.txt fetched in a loop"

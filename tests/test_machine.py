@@ -207,6 +207,19 @@ def test_no_pair_is_both_a_row_and_ignored() -> None:
     assert set(TRANSITIONS) & IGNORED == set()
 
 
+def test_an_answer_stale_as_it_arrives_still_releases_the_requests_held_for_it() -> None:
+    """A lifetime of 0 (found by a reviewer): the answer was classed unreachable, with
+    no failure and its retry due at once, so the robots.txt was fetched again and again
+    and the held requests never released."""
+    machine = machine_in(State.FETCHING, held=2)
+
+    actions = machine.answered(ok(max_age="0"), NOW)
+
+    assert machine.state is State.FRESH
+    assert Effect.RELEASE in effects(actions)
+    assert machine.record is not None and machine.record.failures == 0
+
+
 def test_pairs_without_a_row_raise() -> None:
     machine = machine_in(State.NEW)
     with pytest.raises(InvalidTransition, match="answer-fresh in new"):

@@ -25,6 +25,13 @@ from scrapy_rep9309.policy.origin import Origin
         ("http://[::1]:8080/", "http://[::1]:8080"),
         ("http://[0:0::1]/", "http://[::1]"),
         ("http://under_score.example/", "http://under_score.example"),
+        # Percent-encoded octets of a host name are decoded, as browsers and proxies do.
+        ("http://%64eny.example/b", "http://deny.example"),
+        ("http://deny%2Eexample/c", "http://deny.example"),
+        # An IPv6 literal's zone id is kept as written (a reviewer: decoded, a key of
+        # digits did not parse back, and a saved request of it was dropped on a resume).
+        ("http://[fe80::1%2512]/", "http://[fe80::1%2512]"),
+        ("http://[fe80::1%25eth0]/", "http://[fe80::1%25eth0]"),
     ],
 )
 def test_origin_key(url: str, expected: str) -> None:
@@ -32,6 +39,7 @@ def test_origin_key(url: str, expected: str) -> None:
     assert origin is not None
     assert str(origin) == expected
     assert origin.robots_url == f"{expected}/robots.txt"
+    assert Origin.from_url(str(origin)) == origin, "a key parses back (JOBDIR, Redis)"
 
 
 def test_same_origin_for_default_port() -> None:

@@ -86,6 +86,11 @@ def test_float_durations_are_allowed() -> None:
         ("REP9309_RETRY_DELAY", 0),
         ("REP9309_DEFER_TIMEOUT", -5),
         ("REP9309_STALE_TTL", -1),
+        # A copy stale as it arrives (found by a reviewer: the answer was taken for
+        # unreachable and robots.txt fetched a thousand times a second).
+        ("REP9309_MIN_TTL", 0),
+        ("REP9309_MIN_TTL", -1),
+        ("REP9309_MIN_TTL", float("nan")),
         ("REP9309_CACHE_SIZE", 0),
         ("REP9309_CRAWL_DELAY", "maybe"),
         ("REP9309_CRAWL_DELAY", 2),

@@ -610,6 +610,7 @@ class OriginDriver:
         self._keep_for_close(outbox)
         for origin, request, reason in self._expired_late:
             self.accounting.count(origin, "expired")
+            log_given_up(request, reason, self.crawler)
             await call_errback(request, IgnoreRequest(reason))
         self._expired_late.clear()
         leftovers, self._undelivered = self._undelivered, []
@@ -1141,6 +1142,8 @@ class OriginDriver:
             self._handed_over.add(id(request))
             late += 1
             self.accounting.count(origin, counter)
+            if counter == "expired":
+                log_given_up(request, reason, self.crawler)
             self._spawn(call_errback(request, IgnoreRequest(reason)), busy=False)
         if late:
             logger.warning(
@@ -1387,6 +1390,16 @@ def closing_reason(origin: Origin) -> str:
 def _forget_call(result: Any, running: set[Deferred[Any]], call: Deferred[Any]) -> Any:
     running.discard(call)
     return result
+
+
+def log_given_up(request: Request, reason: str, crawler: Crawler) -> None:
+    """The DEBUG line of a request whose wait for its robots.txt ran out: Scrapy logs no
+    IgnoreRequest, so without an errback it is all the request leaves in the log."""
+    logger.debug(
+        "Gave up on %(request)s: %(reason)s",
+        {"request": request, "reason": reason},
+        extra={"spider": crawler.spider},
+    )
 
 
 def engine_closing(crawler: Crawler) -> bool:

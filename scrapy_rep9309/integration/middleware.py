@@ -47,6 +47,7 @@ from scrapy_rep9309.integration.driver import (
     closed_before,
     closing_reason,
     engine_closing,
+    log_given_up,
 )
 from scrapy_rep9309.integration.fetch import live_download
 from scrapy_rep9309.integration.jobdir import (
@@ -540,12 +541,7 @@ class RobotsTxtMiddleware:
         expired = meta.pop(EXPIRED_META, None)
         if expired:
             meta.pop(CONTENT_USAGE_META, None)  # not let through: none of another's
-            # Scrapy logs no IgnoreRequest: without an errback this line is all it leaves.
-            logger.debug(
-                "Gave up on %(request)s: %(reason)s",
-                {"request": request, "reason": expired},
-                extra={"spider": self.crawler.spider},
-            )
+            log_given_up(request, expired, self.crawler)
             raise IgnoreRequest(expired)
         origin = origin_of_netloc(parts.scheme, parts.netloc)
         if origin is None:
@@ -595,10 +591,12 @@ class RobotsTxtMiddleware:
         usable copy (it expired meanwhile, a refresh is under way) raises
         ``NoUsableCopy``: ``process_exception`` sends the request back to be held. An
         origin evicted from memory meanwhile knows nothing newer: the copy that decided
-        stands while it is usable (``DECIDED_UNTIL_META``).
+        stands while it is usable (``DECIDED_UNTIL_META``), and no longer, however many
+        trips the request made (whether a refresh failed since was forgotten with it).
 
         After ``MAX_REQUEUES`` trips back from here (trips from the scheduler are counted
-        apart), each fresh copy expired before the slot let the request go: a lifetime
+        apart) for an origin still in memory, each fresh copy expired before the slot let
+        the request go: a lifetime
         shorter than the slot's delay, which would send it back forever. The newest copy
         then decides it, past its lifetime (``LAST_LOOK_MAX_AGE``), if no refresh has
         failed since; else (the origin fails now) it is held again.
@@ -614,17 +612,20 @@ class RobotsTxtMiddleware:
             return None
         record = self.driver.usable(origin)
         if record is None:
-            known = self._known(origin)
+            if not self._known(origin):
+                # Evicted meanwhile: nothing newer is known, nor whether a refresh failed.
+                if time.time() < meta.get(DECIDED_UNTIL_META, 0.0):
+                    return None  # its copy is still usable
+                raise NoUsableCopy(origin)
             if _last_look_trips(request) < MAX_REQUEUES:
-                if known or time.time() >= meta.get(DECIDED_UNTIL_META, 0.0):
-                    raise NoUsableCopy(origin)
-                return None  # evicted, its copy still usable: nothing newer is known
+                raise NoUsableCopy(origin)
             # Sent back enough: the newest copy decides, if fetched within RFC 9309's day.
-            oldest = time.time() - LAST_LOOK_MAX_AGE
             record = self.driver.newest_answer(origin)
-            if record is None and not known and decided_at > oldest:
-                return None  # evicted: the copy that decided it is the newest known
-            if record is None or record.failures or record.fetched_at <= oldest:
+            if (
+                record is None
+                or record.failures
+                or record.fetched_at <= time.time() - LAST_LOOK_MAX_AGE
+            ):
                 raise NoUsableCopy(origin)  # none, or its refresh failed: held again
         if record.fetched_at == decided_at:
             return None

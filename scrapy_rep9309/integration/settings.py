@@ -88,7 +88,7 @@ class Rep9309Settings:
         return cls(
             user_agent=_read(settings, "ROBOTSTXT_USER_AGENT", _to_optional_str, None),
             cache_ttl=_read(settings, "REP9309_CACHE_TTL", _positive, defaults.cache_ttl),
-            min_ttl=_read(settings, "REP9309_MIN_TTL", _non_negative, defaults.min_ttl),
+            min_ttl=_read(settings, "REP9309_MIN_TTL", _positive, defaults.min_ttl),
             max_size=_read(settings, "REP9309_MAX_SIZE", _max_size, defaults.max_size),
             max_redirects=_read(
                 settings, "REP9309_MAX_REDIRECTS", _non_negative_int, defaults.max_redirects

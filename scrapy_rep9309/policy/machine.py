@@ -343,7 +343,9 @@ class OriginMachine:
         record = record_after_fetch(self.record, result, self._timing, now)
         replaced = self.version
         self.record = record
-        if record.is_fresh(now):
+        if record.is_fresh(now) or (record.answered and not record.failures):
+            # An answer releases the requests held for it even if it is stale at once (a
+            # lifetime of 0): taken for unreachable, it was fetched again and again.
             event = Event.ANSWER_FRESH
         elif record.is_usable(now, self._timing.stale_ttl):
             event = Event.ANSWER_STALE

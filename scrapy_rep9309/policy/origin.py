@@ -24,9 +24,10 @@ _ASCII_HOST = re.compile(r"[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*")
 def normalize_host(host: str) -> str | None:
     """Lower-cased ASCII form of ``host`` (punycode for IDNs), None if invalid.
 
-    Percent-encoded octets are decoded first (RFC 3986 allows them in a host name, and
-    browsers and proxies decode them): ``%64eny.example`` is ``deny.example``'s origin."""
-    if "%" in host:
+    Percent-encoded octets of a host name are decoded first (RFC 3986 allows them, and
+    browsers and proxies decode them): ``%64eny.example`` is ``deny.example``'s origin.
+    An IPv6 literal's ``%25`` starts its zone id, and stays as written."""
+    if "%" in host and not host.startswith("["):
         try:
             host = unquote(host, errors="strict")
         except UnicodeDecodeError:
