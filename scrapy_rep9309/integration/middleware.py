@@ -596,10 +596,9 @@ class RobotsTxtMiddleware:
 
         After ``MAX_REQUEUES`` trips back from here (trips from the scheduler are counted
         apart) for an origin still in memory, each fresh copy expired before the slot let
-        the request go: a lifetime
-        shorter than the slot's delay, which would send it back forever. The newest copy
-        then decides it, past its lifetime (``LAST_LOOK_MAX_AGE``), if no refresh has
-        failed since; else (the origin fails now) it is held again.
+        the request go: a lifetime shorter than the slot's delay, which would send it back
+        forever. The newest copy then decides it, past its lifetime (``LAST_LOOK_MAX_AGE``),
+        if no refresh has failed since; else (the origin fails now) it is held again.
 
         A robots.txt download (not decided here) gets its size bound, and a look at its
         response (``live_download``)."""
