@@ -9,13 +9,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from scrapy import Request
-from scrapy.exceptions import NotSupported
+from scrapy.exceptions import IgnoreRequest, NotSupported
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
@@ -25,7 +27,9 @@ from tests.crawl import (
     BUILTIN_ENABLED,
     NO_RANDOM_DELAY,
     CrawlResult,
+    Failed,
     PlanSpider,
+    Seen,
     Wait,
     ours_class,
     run_crawl,
@@ -256,6 +260,89 @@ async def test_a_page_sent_back_enough_is_not_sent_once_its_evicted_origin_faile
     reason = f"robots.txt of {site.base} still unknown after 1.5 s (unreachable: HTTP 503)"
     assert result.failure_for(site.url("/page")).message == reason
     assert result.urls == {site.url("/first"), other.url("/other")}
+
+
+class DownloadsDirectly(PlanSpider):
+    """Sends its plan with ``engine.download_async``: never scheduled, never held."""
+
+    async def _download(self, url: str) -> None:
+        try:
+            response = await self.crawler.engine.download_async(Request(url, dont_filter=True))
+        except Exception as exc:
+            self.result.failures.append(Failed(url, exc, time.monotonic(), Request(url)))
+        else:
+            seen = Seen(response.url, response.status, time.monotonic(), response.request)
+            self.result.responses.append(seen)
+
+    async def start(self) -> AsyncIterator[Request]:
+        downloads = []
+        for item in self.plan:
+            if isinstance(item, Wait):
+                await asyncio.sleep(item.seconds)
+            else:
+                downloads.append(asyncio.ensure_future(self._download(str(item))))
+        await asyncio.gather(*downloads)
+        return
+        yield
+
+
+#: Three origins evicting each other (a near-cache of one) while each one's page waits
+#: in its slot (DOWNLOAD_DELAY 3 s) past its copy's 1 s life.
+_EVICTING = {
+    "DOWNLOAD_DELAY": 3.0,
+    **NO_RANDOM_DELAY,
+    "REP9309_MIN_TTL": 1,
+    "REP9309_CACHE_SIZE": 1,
+}
+
+
+def _evicting_each_other(servers: ServerPool) -> tuple[list[str], list[str | Wait]]:
+    allow = rules(ALLOW_ALL, headers={"Cache-Control": "max-age=1"})
+    pages = [servers.add(allow).url("/page") for _ in range(3)]
+    return pages, [pages[0], Wait(2.0), pages[1], Wait(2.0), pages[2]]
+
+
+@pytest.mark.parametrize("spider_cls", [PlanSpider, DownloadsDirectly], ids=["scheduled", "direct"])
+@deferred_f_from_coro_f
+async def test_origins_evicting_each_other_still_let_their_pages_through(
+    servers: ServerPool, spider_cls: type[PlanSpider]
+) -> None:
+    """Found by a second reviewer of this stop's fixes: once an evicted origin's page was
+    sent back whenever its copy had expired, the three sent each other's pages back for
+    ever (0 pages in 60 s, 30 trips). An origin stays in memory while a page it let
+    through waits in its slot, so the usual bound of three trips holds."""
+    pages, plan = _evicting_each_other(servers)
+
+    result = await run_crawl(plan, {**_EVICTING, "CLOSESPIDER_TIMEOUT": 90}, spider_cls=spider_cls)
+
+    assert result.close_reason == "finished"
+    assert result.urls == set(pages)
+    assert result.stat("robotstxt/requeued") <= 3 * len(pages)
+
+
+@deferred_f_from_coro_f
+async def test_direct_downloads_sent_back_as_the_spider_closes_end_once_counted(
+    servers: ServerPool,
+) -> None:
+    """As above, with engine.download_async, and the spider closes (CLOSESPIDER_TIMEOUT)
+    while the pages bounce. Found by the same reviewer: a page sent back by the last look
+    as the spider closed re-entered the engine after its requests in progress had emptied
+    (Scrapy then fired its closing twice: the download failed with AlreadyCalledError),
+    and ended uncounted. Each ends once, with the closing reason, counted."""
+    pages, plan = _evicting_each_other(servers)
+
+    result = await run_crawl(
+        plan, {**_EVICTING, "CLOSESPIDER_TIMEOUT": 8}, spider_cls=DownloadsDirectly
+    )
+
+    ended = sorted([seen.url for seen in result.responses] + [f.url for f in result.failures])
+    assert ended == sorted(pages)
+    for failure in result.failures:
+        assert isinstance(failure.exception, IgnoreRequest), failure.exception
+        assert "Spider closed before" in str(failure.exception)
+    assert result.stat("robotstxt/deferred") == sum(
+        result.stat(f"robotstxt/deferred/{end}") for end in ("released", "expired", "closed")
+    )
 
 
 class FollowsWithCopiedMeta(PlanSpider):

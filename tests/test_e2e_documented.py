@@ -48,6 +48,7 @@ async def test_meta_keys_life_cycle_on_the_response(servers: ServerPool) -> None
     assert len(result.responses) == 1
     meta = result.responses[0].request.meta
     assert "rep9309_scheduled" not in meta
+    assert "_rep9309_sending" not in meta, "taken off at the last look"
     assert before - 1 <= meta["rep9309_decided_at"] <= time.time() + 1
     assert meta["rep9309_content_usage"] == {}
 

@@ -217,6 +217,13 @@ class OriginDriver:
         machine = self.machines.get(origin)
         return None if machine is None else machine.usable(time.time())
 
+    def sending(self, origin: Origin, change: int) -> None:
+        """A request of ``origin`` was let through (+1) or left the downloader's queue (-1):
+        while any waits there, the origin stays in memory (``OriginMachine.sending``)."""
+        machine = self.machines.get(origin)
+        if machine is not None:
+            machine.sending = max(0, machine.sending + change)
+
     def newest_answer(self, origin: Origin) -> OriginRecord | None:
         """The newest answered copy of ``origin`` known here, usable or not (None: none,
         or the origin's machine was evicted)."""
@@ -297,6 +304,9 @@ class OriginDriver:
         finds it already woken.
         """
         if self._closing():
+            # Too late to wait: it ends here, counted as a request held at the close.
+            self.accounting.count(origin, "deferred")
+            self.accounting.count(origin, "closed")
             raise IgnoreRequest(closing_reason(origin))
         machine = self._machine(origin)  # first: the origin's report is then kept with it
         self.accounting.count(origin, "deferred")

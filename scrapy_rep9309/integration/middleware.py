@@ -117,6 +117,12 @@ DECIDED_META = "rep9309_decided_at"
 #: With it: until when that copy may decide (Unix time), for the last look at a request
 #: whose origin was evicted from memory meanwhile (nothing newer is known then).
 DECIDED_UNTIL_META = "_rep9309_decided_until"
+#: On a request let through until it leaves the downloader's queue (sent, answered by
+#: another middleware, or refused): its origin stays in memory meanwhile.
+SENDING_META = "_rep9309_sending"
+#: On a request sent with ``engine.download_async`` (never scheduled) while it is in the
+#: downloader: sent back by the last look as the spider closes, it ends there.
+DIRECT_META = "_rep9309_direct"
 #: In ``response.flags`` of a spider's own robots.txt request answered from the copy
 #: this middleware fetched (no download): docs/behaviour.md.
 ROBOTS_COPY_FLAG = "rep9309-robots-copy"
@@ -529,6 +535,10 @@ class RobotsTxtMiddleware:
         # So is "came from the scheduler" (``request_scheduled`` sets it on each trip): a
         # request sent with ``engine.download_async`` with another's meta did not.
         scheduled = meta.pop(SCHEDULED_META, False)
+        if scheduled:
+            meta.pop(DIRECT_META, None)  # one sent directly before: not now
+        else:
+            meta[DIRECT_META] = True
         # And the ``dont_cache`` of a robots.txt copy: this request came with the copy's
         # meta (a meta refresh, a retry, ``meta=response.meta``) before the HTTP cache
         # let the copy by (``_robots_copy`` marks it again if it is a copy too).
@@ -579,7 +589,11 @@ class RobotsTxtMiddleware:
         if dont_filter is not None and meta.get(TRIPS_OF_META) == request.url:
             request.dont_filter = dont_filter
         if request.url.endswith(_ROBOTS_TXT_END) and _asks_for_robots_txt(request):
-            return self._robots_copy(origin, record, request)
+            copy = self._robots_copy(origin, record, request)
+            if copy is not None:
+                return copy
+        meta[SENDING_META] = True
+        driver.sending(origin, 1)
         return None
 
     def _last_look(self, request: Request) -> ResponseLook | None:
@@ -609,6 +623,8 @@ class RobotsTxtMiddleware:
         origin = _origin_key(request)
         if origin is None:
             return None
+        if meta.pop(SENDING_META, None):
+            self.driver.sending(origin, -1)  # it leaves the queue now, sent or sent back
         record = self.driver.usable(origin)
         if record is None:
             if not self._known(origin):
@@ -637,9 +653,18 @@ class RobotsTxtMiddleware:
     ) -> Request | None:
         """The last look found no usable copy: the request goes back to be held (or, sent
         with ``engine.download_async``, to wait for the copy here)."""
+        self._left_the_queue(request)
         if not isinstance(exception, NoUsableCopy):
             return None
         self.accounting.take_back_allowed(exception.origin)
+        if request.meta.get(DIRECT_META) and engine_closing(self.crawler):
+            # Sent back to engine.download_async's loop as the spider closes, it would be
+            # added to the engine's requests in progress after they emptied, and end there
+            # again (Scrapy then fires its closing twice: AlreadyCalledError). It ends
+            # here, like a request that waited for its robots.txt when the spider closed.
+            self.accounting.count(exception.origin, "deferred")
+            self.accounting.count(exception.origin, "closed")
+            raise IgnoreRequest(closing_reason(exception.origin))
         logger.debug(
             "%(request)s waited in its download slot until the robots.txt copy of "
             "%(origin)s was no longer usable: sent back to wait for a fresh one",
@@ -705,6 +730,7 @@ class RobotsTxtMiddleware:
     ) -> Response:
         """Combine the robots.txt preferences ``_decide`` left on the request with the
         response's ``Content-Usage`` header, the most restrictive way, and count them."""
+        self._left_the_queue(request)  # answered by a later middleware (an HTTP cache)
         if response.flags and request.meta.pop(UNCACHED_COPY_META, None):  # ``_robots_copy``
             request.meta.pop("dont_cache", None)
         robots = request.meta.get(CONTENT_USAGE_META)
@@ -720,6 +746,14 @@ class RobotsTxtMiddleware:
             if origin is not None:
                 self.accounting.content_usage(origin, preferences)
         return response
+
+    def _left_the_queue(self, request: Request) -> None:
+        """``request`` left the downloader without its last look (answered or refused by
+        a downloader middleware after this one): its origin need not stay in memory."""
+        if request.meta.pop(SENDING_META, None):
+            origin = _origin_key(request)
+            if origin is not None:
+                self.driver.sending(origin, -1)
 
     def origin_reports(self) -> list[OriginReport]:
         """Per-origin outcome and counters so far, sorted by origin: of the origins in

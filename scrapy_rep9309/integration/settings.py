@@ -87,8 +87,8 @@ class Rep9309Settings:
         defaults = cls()
         return cls(
             user_agent=_read(settings, "ROBOTSTXT_USER_AGENT", _to_optional_str, None),
-            cache_ttl=_read(settings, "REP9309_CACHE_TTL", _positive, defaults.cache_ttl),
-            min_ttl=_read(settings, "REP9309_MIN_TTL", _positive, defaults.min_ttl),
+            cache_ttl=_read(settings, "REP9309_CACHE_TTL", _lifetime, defaults.cache_ttl),
+            min_ttl=_read(settings, "REP9309_MIN_TTL", _lifetime, defaults.min_ttl),
             max_size=_read(settings, "REP9309_MAX_SIZE", _max_size, defaults.max_size),
             max_redirects=_read(
                 settings, "REP9309_MAX_REDIRECTS", _non_negative_int, defaults.max_redirects
@@ -364,6 +364,9 @@ def _at_least(
 
 
 _positive = _at_least(0, exclusive=True)
+#: A copy's shortest lifetime: a shorter one is lost in the clock's resolution (a Unix
+#: time plus 1e-9 is the same time), and a copy stale as it arrives decides nothing.
+_lifetime = _at_least(0.001, unit=" seconds")
 _non_negative = _at_least(0)
 _positive_int = _at_least(1, whole=True)
 _non_negative_int = _at_least(0, whole=True)
