@@ -118,7 +118,7 @@ DECIDED_META = "rep9309_decided_at"
 #: whose origin was evicted from memory meanwhile (nothing newer is known then).
 DECIDED_UNTIL_META = "_rep9309_decided_until"
 #: On a request let through until it leaves the downloader's queue (sent, answered by
-#: another middleware, or refused): its origin stays in memory meanwhile.
+#: another middleware, or refused): the origin that stays in memory meanwhile.
 SENDING_META = "_rep9309_sending"
 #: On a request sent with ``engine.download_async`` (never scheduled) while it is in the
 #: downloader: sent back by the last look as the spider closes, it ends there.
@@ -532,6 +532,9 @@ class RobotsTxtMiddleware:
         # A decision is this request's own: not one copied with another request's meta.
         meta.pop(DECIDED_META, None)
         meta.pop(DECIDED_UNTIL_META, None)
+        # Let through before and replaced on its way by a later downloader middleware
+        # (returned as a new Request, never sent): its origin is no longer waited for.
+        self._left_the_queue(request)
         # So is "came from the scheduler" (``request_scheduled`` sets it on each trip): a
         # request sent with ``engine.download_async`` with another's meta did not.
         scheduled = meta.pop(SCHEDULED_META, False)
@@ -592,7 +595,7 @@ class RobotsTxtMiddleware:
             copy = self._robots_copy(origin, record, request)
             if copy is not None:
                 return copy
-        meta[SENDING_META] = True
+        meta[SENDING_META] = origin
         driver.sending(origin, 1)
         return None
 
@@ -623,8 +626,7 @@ class RobotsTxtMiddleware:
         origin = _origin_key(request)
         if origin is None:
             return None
-        if meta.pop(SENDING_META, None):
-            self.driver.sending(origin, -1)  # it leaves the queue now, sent or sent back
+        self._left_the_queue(request)  # now, sent or sent back
         record = self.driver.usable(origin)
         if record is None:
             if not self._known(origin):
@@ -748,12 +750,12 @@ class RobotsTxtMiddleware:
         return response
 
     def _left_the_queue(self, request: Request) -> None:
-        """``request`` left the downloader without its last look (answered or refused by
-        a downloader middleware after this one): its origin need not stay in memory."""
-        if request.meta.pop(SENDING_META, None):
-            origin = _origin_key(request)
-            if origin is not None:
-                self.driver.sending(origin, -1)
+        """``request`` left the downloader's queue (its last look; or answered, refused or
+        replaced by a downloader middleware after this one): the origin it kept in memory
+        (the one it had then: a replacement may have another URL) need not stay."""
+        origin = request.meta.pop(SENDING_META, None)
+        if origin is not None:
+            self.driver.sending(origin, -1)
 
     def origin_reports(self) -> list[OriginReport]:
         """Per-origin outcome and counters so far, sorted by origin: of the origins in
