@@ -21,6 +21,7 @@ from scrapy.exceptions import IgnoreRequest, NotSupported
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from scrapy_rep9309.integration.fetch import download
 from tests._commands import run, run_async, scrapy
 from tests._readme import undocumented_stats
 from tests.crawl import (
@@ -267,7 +268,7 @@ class DownloadsDirectly(PlanSpider):
 
     async def _download(self, url: str) -> None:
         try:
-            response = await self.crawler.engine.download_async(Request(url, dont_filter=True))
+            response = await download(self.crawler, Request(url, dont_filter=True))
         except Exception as exc:
             self.result.failures.append(Failed(url, exc, time.monotonic(), Request(url)))
         else:
