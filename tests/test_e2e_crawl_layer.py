@@ -27,6 +27,7 @@ from tests._readme import undocumented_stats
 from tests.crawl import (
     BUILTIN_ENABLED,
     NO_RANDOM_DELAY,
+    OURS_ENABLED,
     CrawlResult,
     Failed,
     PlanSpider,
@@ -344,6 +345,52 @@ async def test_direct_downloads_sent_back_as_the_spider_closes_end_once_counted(
     assert result.stat("robotstxt/deferred") == sum(
         result.stat(f"robotstxt/deferred/{end}") for end in ("released", "expired", "closed")
     )
+
+
+class SendsPagesElsewhere:
+    """A downloader middleware after this one that replaces ``/page`` requests with
+    another URL before they are sent (returns a new Request, a common rewrite)."""
+
+    def process_request(self, request: Request, spider: object = None) -> Request | None:
+        if request.url.endswith("/page"):
+            return request.replace(url=request.url.replace("/page", "/elsewhere"))
+        return None
+
+
+@pytest.mark.parametrize("cause", ["rewrite", "cached-retry"])
+@deferred_f_from_coro_f
+async def test_no_origin_stays_pinned_by_a_request_replaced_before_it_was_sent(
+    servers: ServerPool, tmp_path: Path, cause: str
+) -> None:
+    """An origin stays in memory while a request it let through waits to be sent. Found by
+    a reviewer: a request replaced by a later downloader middleware before it was sent (a
+    rewrite; a retry of an HTTP cache's 503) never reached the last look, and its origin
+    stayed pinned for the rest of the crawl, 98 of 100. The copy unpins it when it is
+    scheduled, even if the duplicate filter then drops it (here: rewritten to a URL the
+    crawl asked for already)."""
+    if cause == "rewrite":
+        sites = [servers.add() for _ in range(6)]
+        middlewares = {**OURS_ENABLED["DOWNLOADER_MIDDLEWARES"], SENDS_ELSEWHERE: 500}
+        settings: dict[str, object] = {"DOWNLOADER_MIDDLEWARES": middlewares}
+        runs = 1
+    else:
+        sites = [servers.add(routes={"/page": [Reply(503, "busy")]}) for _ in range(6)]
+        settings = {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path / "cache")}
+        runs = 2  # the second replays the cached 503s, which RetryMiddleware retries
+    settings.update({"REP9309_CACHE_SIZE": 2, "CONCURRENT_REQUESTS": 4})
+    plan = [site.url("/page") for site in sites]
+    if cause == "rewrite":
+        plan = [site.url("/elsewhere") for site in sites] + plan
+
+    for _ in range(runs):
+        result = await run_crawl(plan, settings)
+
+    machines = result.middleware(ours_class()).driver.machines
+    assert {str(origin): m.sending for origin, m in machines.items() if m.sending} == {}
+    assert result.close_reason == "finished"
+
+
+SENDS_ELSEWHERE = f"{__name__}.SendsPagesElsewhere"
 
 
 class FollowsWithCopiedMeta(PlanSpider):

@@ -217,12 +217,16 @@ class OriginDriver:
         machine = self.machines.get(origin)
         return None if machine is None else machine.usable(time.time())
 
-    def sending(self, origin: Origin, change: int) -> None:
+    def sending(self, origin: Origin, change: int) -> bool:
         """A request of ``origin`` was let through (+1) or left the downloader's queue (-1):
-        while any waits there, the origin stays in memory (``OriginMachine.sending``)."""
+        while any waits there, the origin stays in memory (``OriginMachine.sending``).
+        Whether its machine was there to count it (not when the request was decided by
+        the copy it was released with, its origin evicted meanwhile)."""
         machine = self.machines.get(origin)
-        if machine is not None:
-            machine.sending = max(0, machine.sending + change)
+        if machine is None:
+            return False
+        machine.sending = max(0, machine.sending + change)
+        return True
 
     def newest_answer(self, origin: Origin) -> OriginRecord | None:
         """The newest answered copy of ``origin`` known here, usable or not (None: none,

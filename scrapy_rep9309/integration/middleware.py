@@ -262,6 +262,11 @@ class RobotsTxtMiddleware:
         every request of the crawl."""
         if self._closed:
             return None
+        # A copy of a request let through, made by a later downloader middleware before it
+        # was sent (a retry or redirect of an HTTP cache's answer, a rewrite) and scheduled
+        # now: the original never reached its last look (duplicates are dropped after this
+        # signal, so here and not in ``process_request``).
+        self._left_the_queue(request)
         left_for_close = self.driver.left_for_close
         if left_for_close and request in left_for_close:
             return _HELD  # a leftover of the close already (``process_request``)
@@ -595,8 +600,8 @@ class RobotsTxtMiddleware:
             copy = self._robots_copy(origin, record, request)
             if copy is not None:
                 return copy
-        meta[SENDING_META] = origin
-        driver.sending(origin, 1)
+        if driver.sending(origin, 1):
+            meta[SENDING_META] = origin
         return None
 
     def _last_look(self, request: Request) -> ResponseLook | None:
