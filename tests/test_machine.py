@@ -332,11 +332,6 @@ def test_no_eviction_while_requests_are_held_a_fetch_runs_or_backoff_lasts() -> 
     assert machine_in(State.STALE).evictable(NOW + 50)
     assert machine_in(State.FRESH).evictable(NOW)
     assert machine_in(State.NEW).evictable(NOW)
-    sending = machine_in(State.EXPIRED)
-    sending.sending = 1  # a request it let through waits in a download slot's queue
-    assert not sending.evictable(NOW)
-    sending.sending = 0
-    assert sending.evictable(NOW)
 
 
 def test_a_stale_copy_decides_while_refreshes_fail() -> None:

@@ -206,6 +206,8 @@ class OriginDriver:
         self._taken_from_store = False
         #: Fleet: requests of each origin waiting for their write to the store to start.
         self._unsent_holds: dict[Origin, list[HeldRequest]] = {}
+        #: Requests let through and not sent yet, by origin (``sending``).
+        self._sending: dict[Origin, weakref.WeakSet[Request]] = {}
         #: Fleet: requests held while their origin's record is being loaded, not written
         #: to the store yet: if the store has a usable record they go on from memory.
         self._unwritten_copies: dict[Origin, list[HeldRequest]] = {}
@@ -217,16 +219,33 @@ class OriginDriver:
         machine = self.machines.get(origin)
         return None if machine is None else machine.usable(time.time())
 
-    def sending(self, origin: Origin, change: int) -> bool:
-        """A request of ``origin`` was let through (+1) or left the downloader's queue (-1):
-        while any waits there, the origin stays in memory (``OriginMachine.sending``).
-        Whether its machine was there to count it (not when the request was decided by
-        the copy it was released with, its origin evicted meanwhile)."""
-        machine = self.machines.get(origin)
-        if machine is None:
+    def sending(self, origin: Origin, request: Request) -> bool:
+        """``request`` of ``origin`` was let through: until it is sent, the origin stays in
+        memory, so that its last look knows a newer copy or a failed refresh (forgotten,
+        the request would be sent back to be held, and origins evicting each other would
+        send each other's requests back for ever). Whether the origin's machine is there
+        to keep (not when the request was decided by the copy it was released with, its
+        origin evicted meanwhile).
+
+        A request that leaves the downloader where no hook of the middleware sees it (a
+        later middleware raises in ``process_response``, or replaces it with a new
+        request) keeps nothing: only requests in the downloader's ``active`` set count
+        (``_keep``), and they are kept weakly."""
+        if origin not in self.machines:
             return False
-        machine.sending = max(0, machine.sending + change)
+        pins = self._sending.get(origin)
+        if pins is None:
+            pins = self._sending[origin] = weakref.WeakSet()
+        pins.add(request)
         return True
+
+    def sent(self, origin: Origin, request: Request) -> None:
+        """``request`` left the downloader's queue (sent, sent back, answered or refused)."""
+        pins = self._sending.get(origin)
+        if pins is not None:
+            pins.discard(request)
+            if not pins:
+                del self._sending[origin]
 
     def newest_answer(self, origin: Origin) -> OriginRecord | None:
         """The newest answered copy of ``origin`` known here, usable or not (None: none,
@@ -1360,7 +1379,20 @@ class OriginDriver:
         self._tasks -= 1
 
     def _keep(self, origin: Origin, machine: OriginMachine) -> bool:
-        return not machine.evictable(time.time()) or origin in self._fetching
+        if not machine.evictable(time.time()) or origin in self._fetching:
+            return True
+        pins = self._sending.get(origin)
+        if pins is None:
+            return False
+        engine = self.crawler.engine
+        active = None if engine is None else getattr(engine.downloader, "active", None)
+        if active is not None:
+            for request in [request for request in pins if request not in active]:
+                pins.discard(request)  # it left the downloader unseen (``sending``)
+        if pins:
+            return True  # a request it let through waits to be sent (``sending``)
+        del self._sending[origin]  # those requests are gone
+        return False
 
     def _forget(self, origin: Origin, machine: OriginMachine) -> None:
         """``origin`` leaves the near-cache: nothing else is kept for it one by one."""

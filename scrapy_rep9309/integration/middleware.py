@@ -600,7 +600,7 @@ class RobotsTxtMiddleware:
             copy = self._robots_copy(origin, record, request)
             if copy is not None:
                 return copy
-        if driver.sending(origin, 1):
+        if driver.sending(origin, request):
             meta[SENDING_META] = origin
         return None
 
@@ -760,7 +760,7 @@ class RobotsTxtMiddleware:
         (the one it had then: a replacement may have another URL) need not stay."""
         origin = request.meta.pop(SENDING_META, None)
         if origin is not None:
-            self.driver.sending(origin, -1)
+            self.driver.sent(origin, request)
 
     def origin_reports(self) -> list[OriginReport]:
         """Per-origin outcome and counters so far, sorted by origin: of the origins in

@@ -252,7 +252,6 @@ class OriginMachine:
         "held",
         "key",
         "record",
-        "sending",
         "state",
         "version",
     )
@@ -275,9 +274,6 @@ class OriginMachine:
         #: worked out once per record, not per request).
         self._usable_record: OriginRecord | None = None
         self._usable_until = 0.0
-        #: Requests let through and not sent yet (waiting in a download slot's queue):
-        #: the last look must still know this origin when they are sent.
-        self.sending = 0
 
     def __repr__(self) -> str:
         return f"<OriginMachine {self.key} {self.state.value}, {len(self.held)} held>"
@@ -296,11 +292,9 @@ class OriginMachine:
 
     def evictable(self, now: float) -> bool:
         """Whether forgetting this machine loses nothing: no held request, no fetch under
-        way, no backoff (forgetting one would refetch at once and hammer a failing server),
-        no request let through and not sent yet (forgotten, its last look would know
-        neither a newer copy nor a failed refresh: it would be sent back to be held, and
-        an origin evicted on every trip would send it back for ever)."""
-        if self.held or self.sending or self.state in _WAITING:
+        way, no backoff (forgetting one would refetch at once and hammer a failing server).
+        The driver also keeps an origin whose requests wait to be sent (``sending``)."""
+        if self.held or self.state in _WAITING:
             return False
         record = self.record
         return record is None or not record.in_backoff(now)
