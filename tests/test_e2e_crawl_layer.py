@@ -163,6 +163,19 @@ async def test_a_copy_shorter_lived_than_the_slots_delay_still_lets_pages_throug
     assert result.urls == set(pages)
 
 
+def _pages_in_turn_every(delay: float) -> dict[str, object]:
+    """An origin's pages sent one at a time, ``delay`` seconds apart, while its robots.txt
+    goes through a slot of its own at once (each refresh comes while a page waits)."""
+    return {
+        "DOWNLOAD_DELAY": delay,
+        **NO_RANDOM_DELAY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "REP9309_FETCH_META": {"download_slot": "robots"},
+        "DOWNLOAD_SLOTS": {"robots": {"delay": 0, "concurrency": 4}},
+        "CLOSESPIDER_TIMEOUT": 90,
+    }
+
+
 @deferred_f_from_coro_f
 async def test_a_page_sent_back_enough_is_decided_by_the_newest_copy(
     servers: ServerPool,
@@ -179,16 +192,8 @@ async def test_a_page_sent_back_enough_is_decided_by_the_newest_copy(
     # fetched at about 0, 4, 8 and 12 s; /later, at 14 s (the copy of 12 s has expired),
     # fetches the Disallow copy, expired by the time /page leaves the slot at 16 s.
     plan = [site.url("/first"), site.url("/page"), Wait(14.0), site.url("/later")]
-    settings: dict[str, object] = {
-        "DOWNLOAD_DELAY": 4.0,
-        **NO_RANDOM_DELAY,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-        "REP9309_FETCH_META": {"download_slot": "robots"},
-        "DOWNLOAD_SLOTS": {"robots": {"delay": 0, "concurrency": 4}},
-        "CLOSESPIDER_TIMEOUT": 90,
-    }
 
-    result = await run_crawl(plan, settings)
+    result = await run_crawl(plan, _pages_in_turn_every(4.0))
 
     assert len(site.robots_fetches) == 5
     assert [entry.path for entry in site.page_requests] == ["/first"]
@@ -243,16 +248,11 @@ async def test_a_page_sent_back_enough_is_not_sent_once_its_evicted_origin_faile
         Wait(3.0),
         other.url("/other"),
     ]
-    settings: dict[str, object] = {
-        "DOWNLOAD_DELAY": 6.0,
-        **NO_RANDOM_DELAY,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-        "REP9309_FETCH_META": {"download_slot": "robots"},
-        "DOWNLOAD_SLOTS": {"robots": {"delay": 0, "concurrency": 4}},
+    settings = {
+        **_pages_in_turn_every(6.0),
         "REP9309_STALE_TTL": 0,
         "REP9309_DEFER_TIMEOUT": 1.5,
         "REP9309_CACHE_SIZE": 1,
-        "CLOSESPIDER_TIMEOUT": 90,
     }
 
     result = await run_crawl(plan, settings)

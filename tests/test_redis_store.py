@@ -618,6 +618,22 @@ async def test_requests_taken_by_a_process_killed_before_it_handed_them_over_are
     ], "held by the survivor now, in Redis"
 
 
+def _lose_the_first_reply(store: RedisOriginStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redis carries out ``store``'s next pipelined call but its reply never comes (the
+    client's own retry lost too); the calls after it are answered."""
+    pipelined = store._pipelined
+    lost = []
+
+    async def reply_lost(calls: Any) -> Any:
+        await pipelined(calls)
+        if not lost:
+            lost.append(calls)
+            raise ConnectionError("the reply was lost")
+        return await pipelined(calls)
+
+    monkeypatch.setattr(store, "_pipelined", reply_lost)
+
+
 @deferred_f_from_coro_f
 async def test_a_take_repeated_after_its_reply_was_lost_gets_the_same_requests(
     fleet: _Fleet, monkeypatch: pytest.MonkeyPatch
@@ -629,17 +645,7 @@ async def test_a_take_repeated_after_its_reply_was_lost_gets_the_same_requests(
     taker, holder = await fleet.open(), await fleet.open()
     await holder.hold(KEY, HeldRequest(1, 100.0, "the peer's"))
     await taker.hold(KEY, HeldRequest(2, 100.0, "its own"))
-    pipelined = taker._pipelined
-    lost = []
-
-    async def reply_lost(calls: Any) -> Any:
-        await pipelined(calls)
-        if not lost:
-            lost.append(calls)
-            raise ConnectionError("the reply was lost")
-        return await pipelined(calls)
-
-    monkeypatch.setattr(taker, "_pipelined", reply_lost)
+    _lose_the_first_reply(taker, monkeypatch)
     with pytest.raises(StoreUnavailable):
         await taker.take_held(KEY)
     assert not fleet.server.client().keys("rep9309:held:*"), "Redis took them"
@@ -660,17 +666,7 @@ async def test_a_take_of_all_repeated_after_a_lost_reply_also_takes_those_held_s
     one waited in Redis until a later take or the close). A take of all takes it too."""
     taker, holder = await fleet.open(), await fleet.open()
     await holder.hold(KEY, HeldRequest(1, 100.0, "first"))
-    pipelined = taker._pipelined
-    lost = []
-
-    async def reply_lost(calls: Any) -> Any:
-        await pipelined(calls)
-        if not lost:
-            lost.append(calls)
-            raise ConnectionError("the reply was lost")
-        return await pipelined(calls)
-
-    monkeypatch.setattr(taker, "_pipelined", reply_lost)
+    _lose_the_first_reply(taker, monkeypatch)
     with pytest.raises(StoreUnavailable):
         await taker.take_held(KEY)
     await holder.hold(KEY, HeldRequest(2, 100.0, "held since"))
