@@ -378,9 +378,9 @@ async def test_no_origin_stays_pinned_by_a_request_replaced_before_it_was_sent(
     rewrite; a retry of an HTTP cache's 503) never reached the last look, and its origin
     stayed pinned for the rest of the crawl, 98 of 100; so did one whose cached answer a
     later middleware refused in its process_response (found by the next reviewer). Only
-    requests still in the downloader keep their origin, and the copy unpins it when it is
-    scheduled, even if the duplicate filter then drops it (here: rewritten to a URL the
-    crawl asked for already)."""
+    requests still in the downloader keep their origin, so a replaced one lets it go even
+    if its copy is dropped by the duplicate filter (here: rewritten to a URL the crawl
+    asked for already)."""
     settings: dict[str, object] = {}
     runs = 1
     if cause.startswith("rewrite"):

@@ -262,11 +262,6 @@ class RobotsTxtMiddleware:
         every request of the crawl."""
         if self._closed:
             return None
-        # A copy of a request let through, made by a later downloader middleware before it
-        # was sent (a retry or redirect of an HTTP cache's answer, a rewrite) and scheduled
-        # now: the original never reached its last look (duplicates are dropped after this
-        # signal, so here and not in ``process_request``).
-        self._left_the_queue(request)
         left_for_close = self.driver.left_for_close
         if left_for_close and request in left_for_close:
             return _HELD  # a leftover of the close already (``process_request``)
@@ -537,9 +532,9 @@ class RobotsTxtMiddleware:
         # A decision is this request's own: not one copied with another request's meta.
         meta.pop(DECIDED_META, None)
         meta.pop(DECIDED_UNTIL_META, None)
-        # Let through before and replaced on its way by a later downloader middleware
-        # (returned as a new Request, never sent): its origin is no longer waited for.
-        self._left_the_queue(request)
+        # Nor is a pin (a copy a later downloader middleware made before the original was
+        # sent: the original's pin ends as it leaves the downloader, ``driver.sending``).
+        meta.pop(SENDING_META, None)
         # So is "came from the scheduler" (``request_scheduled`` sets it on each trip): a
         # request sent with ``engine.download_async`` with another's meta did not.
         scheduled = meta.pop(SCHEDULED_META, False)
@@ -755,9 +750,9 @@ class RobotsTxtMiddleware:
         return response
 
     def _left_the_queue(self, request: Request) -> None:
-        """``request`` left the downloader's queue (its last look; or answered, refused or
-        replaced by a downloader middleware after this one): the origin it kept in memory
-        (the one it had then: a replacement may have another URL) need not stay."""
+        """``request`` left the downloader's queue (its last look; or answered or refused by
+        a downloader middleware after this one): the origin it kept in memory need not
+        stay. Ways out that no hook here sees end the pin too (``driver.sending``)."""
         origin = request.meta.pop(SENDING_META, None)
         if origin is not None:
             self.driver.sent(origin, request)
