@@ -78,6 +78,10 @@ EXPIRED_META = "rep9309_expired"
 #: preferences, ``{label: "y" | "n"}`` (docs/usage-preferences.md). A request that goes
 #: to its errback was not let through, so it carries none.
 CONTENT_USAGE_META = "rep9309_content_usage"
+#: On a request let through until it leaves the downloader's queue (sent, answered by
+#: another middleware, or refused): the origin that stays in memory meanwhile
+#: (``OriginDriver.sending``).
+SENDING_META = "_rep9309_sending"
 #: How often a request waiting inside ``process_request`` looks whether the spider closes.
 WAIT_POLL_INTERVAL = 1.0
 #: Stat counting robots.txt requests refused before they left (IgnoreRequest, NotSupported).
@@ -206,8 +210,6 @@ class OriginDriver:
         self._taken_from_store = False
         #: Fleet: requests of each origin waiting for their write to the store to start.
         self._unsent_holds: dict[Origin, list[HeldRequest]] = {}
-        #: Requests let through and not sent yet, by origin (``sending``).
-        self._sending: dict[Origin, weakref.WeakSet[Request]] = {}
         #: Fleet: requests held while their origin's record is being loaded, not written
         #: to the store yet: if the store has a usable record they go on from memory.
         self._unwritten_copies: dict[Origin, list[HeldRequest]] = {}
@@ -219,33 +221,14 @@ class OriginDriver:
         machine = self.machines.get(origin)
         return None if machine is None else machine.usable(time.time())
 
-    def sending(self, origin: Origin, request: Request) -> bool:
-        """``request`` of ``origin`` was let through: until it is sent, the origin stays in
-        memory, so that its last look knows a newer copy or a failed refresh (forgotten,
-        the request would be sent back to be held, and origins evicting each other would
-        send each other's requests back for ever). Whether the origin's machine is there
-        to keep (not when the request was decided by the copy it was released with, its
-        origin evicted meanwhile).
-
-        A request that leaves the downloader where no hook of the middleware sees it (a
-        later middleware raises in ``process_response``, or replaces it with a new
-        request) keeps nothing: only requests in the downloader's ``active`` set count
-        (``_keep``), and they are kept weakly."""
-        if origin not in self.machines:
-            return False
-        pins = self._sending.get(origin)
-        if pins is None:
-            pins = self._sending[origin] = weakref.WeakSet()
-        pins.add(request)
-        return True
-
-    def sent(self, origin: Origin, request: Request) -> None:
-        """``request`` left the downloader's queue (sent, sent back, answered or refused)."""
-        pins = self._sending.get(origin)
-        if pins is not None:
-            pins.discard(request)
-            if not pins:
-                del self._sending[origin]
+    def sending(self, origin: Origin) -> bool:
+        """Whether a request of ``origin`` let through now keeps the origin in memory until
+        it is sent (``SENDING_META``): so that its last look knows a newer copy or a failed
+        refresh (forgotten, the request would be sent back to be held, and origins evicting
+        each other would send each other's requests back for ever). Not when the origin's
+        machine is not here to keep (the request was decided by the copy it was released
+        with, its origin evicted meanwhile)."""
+        return origin in self.machines
 
     def newest_answer(self, origin: Origin) -> OriginRecord | None:
         """The newest answered copy of ``origin`` known here, usable or not (None: none,
@@ -1381,18 +1364,20 @@ class OriginDriver:
     def _keep(self, origin: Origin, machine: OriginMachine) -> bool:
         if not machine.evictable(time.time()) or origin in self._fetching:
             return True
-        pins = self._sending.get(origin)
-        if pins is None:
-            return False
+        return self._pinned(origin)
+
+    def _pinned(self, origin: Origin) -> bool:
+        """Whether a request ``origin`` let through waits in the downloader to be sent
+        (``sending``). Only requests in the downloader's ``active`` set count: one that
+        left it where no hook of the middleware sees it (a later middleware raised in
+        ``process_response``, or replaced it with a new request) keeps nothing. Looked
+        for here, when an origin may be evicted, rather than kept per request: eviction
+        is rare, requests are many."""
         engine = self.crawler.engine
         active = None if engine is None else getattr(engine.downloader, "active", None)
-        if active is not None:
-            for request in [request for request in pins if request not in active]:
-                pins.discard(request)  # it left the downloader unseen (``sending``)
-        if pins:
-            return True  # a request it let through waits to be sent (``sending``)
-        del self._sending[origin]  # those requests are gone
-        return False
+        return bool(active) and any(
+            request.meta.get(SENDING_META) == origin for request in list(active)
+        )
 
     def _forget(self, origin: Origin, machine: OriginMachine) -> None:
         """``origin`` leaves the near-cache: nothing else is kept for it one by one."""

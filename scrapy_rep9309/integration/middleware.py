@@ -40,6 +40,7 @@ from scrapy_rep9309.integration.crawldelay import CrawlDelayKeeper
 from scrapy_rep9309.integration.driver import (
     CONTENT_USAGE_META,
     EXPIRED_META,
+    SENDING_META,
     ClosedWhileWaiting,
     Leftover,
     OriginDriver,
@@ -117,9 +118,6 @@ DECIDED_META = "rep9309_decided_at"
 #: With it: until when that copy may decide (Unix time), for the last look at a request
 #: whose origin was evicted from memory meanwhile (nothing newer is known then).
 DECIDED_UNTIL_META = "_rep9309_decided_until"
-#: On a request let through until it leaves the downloader's queue (sent, answered by
-#: another middleware, or refused): the origin that stays in memory meanwhile.
-SENDING_META = "_rep9309_sending"
 #: On a request sent with ``engine.download_async`` (never scheduled) while it is in the
 #: downloader: sent back by the last look as the spider closes, it ends there.
 DIRECT_META = "_rep9309_direct"
@@ -595,7 +593,7 @@ class RobotsTxtMiddleware:
             copy = self._robots_copy(origin, record, request)
             if copy is not None:
                 return copy
-        if driver.sending(origin, request):
+        if driver.sending(origin):
             meta[SENDING_META] = origin
         return None
 
@@ -753,9 +751,7 @@ class RobotsTxtMiddleware:
         """``request`` left the downloader's queue (its last look; or answered or refused by
         a downloader middleware after this one): the origin it kept in memory need not
         stay. Ways out that no hook here sees end the pin too (``driver.sending``)."""
-        origin = request.meta.pop(SENDING_META, None)
-        if origin is not None:
-            self.driver.sent(origin, request)
+        request.meta.pop(SENDING_META, None)
 
     def origin_reports(self) -> list[OriginReport]:
         """Per-origin outcome and counters so far, sorted by origin: of the origins in

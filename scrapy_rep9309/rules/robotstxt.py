@@ -173,41 +173,62 @@ def _cut_inside_value(line: bytes) -> bool:
 
 
 class _Extras:
-    """What a selection reads only on request: usage rules, signals, its crawl-delay.
-
-    One pass of the reference tokenizer over the selected groups' lines, skipping
-    groups without the records it needs (a search of the lower-cased bytes).
-    """
+    """What a selection reads only on request: usage rules, signals, its crawl-delay."""
 
     __slots__ = ("crawl_delay", "signal_usage", "signals", "states_usage", "usage")
 
-    def __init__(self, selection: _Selection, body: bytes, groups: core.GroupIndexProtocol) -> None:
-        token = selection.token
-        indexes = selection.indexes
-        # Only a group of several user-agent lines can give a delay to some of them.
-        crawl_delays = selection.crawl_delays(groups)
-        attribute_delays = bool(crawl_delays) and len(selection.agents(groups)) > len(indexes)
-        records = _OnRequestRecords()
-        for index in indexes:
-            start, end, first_line_no = groups.span(index)
-            lines = body[start:end]
-            lowered = lines.lower()
-            if b"content-" in lowered or (attribute_delays and b"crawl" in lowered):
-                records.start_group()
-                tokenize_lines(split_lines(lines), records, first_line_no)
-                if len(lines) > MAX_LINE_OCTETS:
-                    records.drop_cut(lines.splitlines(), first_line_no)
-        self.usage = UsageRules(records.usage_rules)
-        self.signals = combine_content_signals(value for _, value in records.signals)
-        self.signal_usage = signal_preferences(records.signals)
+    def __init__(
+        self,
+        usage: UsageRules,
+        signals: dict[str, str],
+        signal_usage: tuple[Preference, ...],
+        crawl_delay: float | None,
+    ) -> None:
+        self.usage = usage
+        self.signals = signals
+        self.signal_usage = signal_usage
         #: Whether any URL can have a usage preference (a per-request test).
-        self.states_usage = bool(self.usage) or bool(self.signal_usage)
-        delays: Iterable[bytes] = crawl_delays
-        if attribute_delays:
-            delays = [
-                value for value, run in records.delays if any(_names(agent, token) for agent in run)
-            ]
-        self.crawl_delay = _first_valid_delay(delays)
+        self.states_usage = bool(usage) or bool(signal_usage)
+        self.crawl_delay = crawl_delay
+
+
+#: The extras of the groups of most files: none. One instance for all of them, read-only
+#: like every ``_Extras``: a crawl keeps thousands of origins' rules for hours.
+_NO_EXTRAS = _Extras(UsageRules({}), {}, (), None)
+
+
+def _read_extras(selection: _Selection, body: bytes, groups: core.GroupIndexProtocol) -> _Extras:
+    """One pass of the reference tokenizer over the selected groups' lines, skipping
+    groups without the records it needs (a search of the lower-cased bytes)."""
+    token = selection.token
+    indexes = selection.indexes
+    # Only a group of several user-agent lines can give a delay to some of them.
+    crawl_delays = selection.crawl_delays(groups)
+    attribute_delays = bool(crawl_delays) and len(selection.agents(groups)) > len(indexes)
+    records = _OnRequestRecords()
+    for index in indexes:
+        start, end, first_line_no = groups.span(index)
+        lines = body[start:end]
+        lowered = lines.lower()
+        if b"content-" in lowered or (attribute_delays and b"crawl" in lowered):
+            records.start_group()
+            tokenize_lines(split_lines(lines), records, first_line_no)
+            if len(lines) > MAX_LINE_OCTETS:
+                records.drop_cut(lines.splitlines(), first_line_no)
+    delays: Iterable[bytes] = crawl_delays
+    if attribute_delays:
+        delays = [
+            value for value, run in records.delays if any(_names(agent, token) for agent in run)
+        ]
+    crawl_delay = _first_valid_delay(delays)
+    if not records.usage_rules and not records.signals and crawl_delay is None:
+        return _NO_EXTRAS
+    return _Extras(
+        UsageRules(records.usage_rules),
+        combine_content_signals(value for _, value in records.signals),
+        signal_preferences(records.signals),
+        crawl_delay,
+    )
 
 
 def _first_valid_delay(values: Iterable[bytes]) -> float | None:
@@ -241,7 +262,7 @@ class _Selection:
         #: The token the groups were chosen by: the crawler's, or ``*``.
         self.token = token
         self._agents: list[bytes] | None = None
-        self._crawl_delays: list[bytes] | None = None
+        self._crawl_delays: tuple[bytes, ...] | None = None
         self._extras: _Extras | None = None
 
     def agents(self, groups: core.GroupIndexProtocol) -> list[bytes]:
@@ -250,13 +271,13 @@ class _Selection:
             self._agents = [agent for index in self.indexes for agent in groups.agents(index)]
         return self._agents
 
-    def crawl_delays(self, groups: core.GroupIndexProtocol) -> list[bytes]:
+    def crawl_delays(self, groups: core.GroupIndexProtocol) -> tuple[bytes, ...]:
         """Every ``Crawl-delay`` value of the groups, in file order (read when first asked)."""
         if self._crawl_delays is None:
             crawl_delays: dict[int, bytes] = {}
             for index in self.indexes:
                 groups.collect(index, {}, {}, crawl_delays)
-            self._crawl_delays = list(crawl_delays.values())
+            self._crawl_delays = tuple(crawl_delays.values())
         return self._crawl_delays
 
     def user_agents(self, groups: core.GroupIndexProtocol) -> tuple[str, ...]:
@@ -266,7 +287,7 @@ class _Selection:
     def extras(self, body: bytes, groups: core.GroupIndexProtocol) -> _Extras:
         """What is read on request only, from the file the selection was made from."""
         if self._extras is None:
-            self._extras = _Extras(self, body, groups)
+            self._extras = _read_extras(self, body, groups)
         return self._extras
 
     def crawl_delay(self, body: bytes, groups: core.GroupIndexProtocol) -> float | None:
