@@ -1371,10 +1371,13 @@ class OriginDriver:
         (``sending``). Only requests in the downloader's ``active`` set count: one that
         left it where no hook of the middleware sees it (a later middleware raised in
         ``process_response``, or replaced it with a new request) keeps nothing. Looked
-        for here, when an origin may be evicted, rather than kept per request: eviction
-        is rare, requests are many."""
+        for here, when an origin could be evicted (at most ``CONCURRENT_REQUESTS`` or so
+        requests to look at), rather than kept for every request let through. Scrapy's
+        engine reads ``active`` itself (whether the spider is idle): every downloader has it."""
         engine = self.crawler.engine
-        active = None if engine is None else getattr(engine.downloader, "active", None)
+        if engine is None:
+            return False
+        active = engine.downloader.active
         return bool(active) and any(
             request.meta.get(SENDING_META) == origin for request in list(active)
         )

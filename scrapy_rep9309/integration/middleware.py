@@ -531,7 +531,7 @@ class RobotsTxtMiddleware:
         meta.pop(DECIDED_META, None)
         meta.pop(DECIDED_UNTIL_META, None)
         # Nor is a pin (a copy a later downloader middleware made before the original was
-        # sent: the original's pin ends as it leaves the downloader, ``driver.sending``).
+        # sent: the original's pin ends as it leaves the downloader, ``driver._pinned``).
         meta.pop(SENDING_META, None)
         # So is "came from the scheduler" (``request_scheduled`` sets it on each trip): a
         # request sent with ``engine.download_async`` with another's meta did not.
@@ -750,7 +750,7 @@ class RobotsTxtMiddleware:
     def _left_the_queue(self, request: Request) -> None:
         """``request`` left the downloader's queue (its last look; or answered or refused by
         a downloader middleware after this one): the origin it kept in memory need not
-        stay. Ways out that no hook here sees end the pin too (``driver.sending``)."""
+        stay. Ways out that no hook here sees end the pin too (``driver._pinned``)."""
         request.meta.pop(SENDING_META, None)
 
     def origin_reports(self) -> list[OriginReport]:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from types import MappingProxyType
 
 from scrapy_rep9309.rules import core
 from scrapy_rep9309.rules.groups import records_of_kind
@@ -180,7 +181,7 @@ class _Extras:
     def __init__(
         self,
         usage: UsageRules,
-        signals: dict[str, str],
+        signals: Mapping[str, str],
         signal_usage: tuple[Preference, ...],
         crawl_delay: float | None,
     ) -> None:
@@ -194,7 +195,7 @@ class _Extras:
 
 #: The extras of the groups of most files: none. One instance for all of them, read-only
 #: like every ``_Extras``: a crawl keeps thousands of origins' rules for hours.
-_NO_EXTRAS = _Extras(UsageRules({}), {}, (), None)
+_NO_EXTRAS = _Extras(UsageRules({}), MappingProxyType({}), (), None)
 
 
 def _read_extras(selection: _Selection, body: bytes, groups: core.GroupIndexProtocol) -> _Extras:
