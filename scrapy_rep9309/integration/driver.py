@@ -1377,10 +1377,7 @@ class OriginDriver:
         engine = self.crawler.engine
         if engine is None:
             return False
-        active = engine.downloader.active
-        return bool(active) and any(
-            request.meta.get(SENDING_META) == origin for request in list(active)
-        )
+        return any(request.meta.get(SENDING_META) == origin for request in engine.downloader.active)
 
     def _forget(self, origin: Origin, machine: OriginMachine) -> None:
         """``origin`` leaves the near-cache: nothing else is kept for it one by one."""
