@@ -6,7 +6,7 @@ Usage::
     python benchmarks/bench_crawl.py --origins 500 --rounds 5
     python benchmarks/bench_crawl.py --concurrency 4  # every contender at one pace
 
-Two scenarios, each crawled by four contenders taking turns, every crawl in a fresh
+Two scenarios, each crawled by five contenders taking turns, every crawl in a fresh
 subprocess (a Twisted reactor cannot restart), against local web servers running in
 another subprocess:
 
@@ -22,6 +22,13 @@ another subprocess:
   through the engine pays. Measured, it comes out both above and below the floor from
   run to run: how a crawl's requests bunch together moves CPU per page by as much as
   the downloads cost, so its ``bound:`` line gives figures, not a verdict.
+- ``holdonly`` (printed "hold-only"): the floor plus ``_hold_only.HoldOnlyMiddleware``,
+  which does what this plugin's design asks before any robots.txt handling: requests
+  of an origin whose robots.txt is not downloaded yet are held outside the downloader,
+  the robots.txt is downloaded once through the engine, and the held requests are handed
+  back to the engine; nothing parsed, decided, stored or timed. What it costs against
+  the built-in (which waits inside the downloader instead) is what holding outside the
+  downloader costs on its own; its ``design:`` line gives the figures.
 - ``floor``: ``ROBOTSTXT_OBEY=False``, no robots.txt at all.
 
 Each crawl's line ends with the requests in the downloader on average: Scrapy's engine
@@ -40,8 +47,9 @@ The scenarios:
   stall everything; this project holds them outside the downloader.
 
 Each crawl also counts its downloads other than pages (``downloader/request_count``
-minus pages: the robots.txt downloads here), and the fetch-only crawl checks that it
-downloaded exactly one robots.txt per origin.
+minus pages: the robots.txt downloads here), and the fetch-only and hold-only crawls
+check that they downloaded exactly one robots.txt per origin (hold-only: and released
+every request it held).
 """
 
 from __future__ import annotations
@@ -61,8 +69,8 @@ from typing import Any
 BENCHMARKS = Path(__file__).resolve().parent
 REPO = BENCHMARKS.parent
 SITES_SCRIPT = BENCHMARKS / "_bench_sites.py"
-MIDDLEWARES = ("builtin", "rep9309", "fetchonly", "floor")
-LABELS = {"fetchonly": "fetch-only"}
+MIDDLEWARES = ("builtin", "rep9309", "fetchonly", "holdonly", "floor")
+LABELS = {"fetchonly": "fetch-only", "holdonly": "hold-only"}
 SETTINGS: dict[str, Any] = {
     "ROBOTSTXT_OBEY": True,
     "CONCURRENT_REQUESTS": 32,
@@ -82,6 +90,11 @@ ENABLE: dict[str, dict[str, Any]] = {
     "fetchonly": {
         "ROBOTSTXT_OBEY": False,
         "DOWNLOADER_MIDDLEWARES": {"_fetch_only.FetchOnlyMiddleware": 100},
+    },
+    # The floor plus holding outside the downloader until robots.txt is downloaded.
+    "holdonly": {
+        "ROBOTSTXT_OBEY": False,
+        "DOWNLOADER_MIDDLEWARES": {"_hold_only.HoldOnlyMiddleware": 100},
     },
     "rep9309": {
         "DOWNLOADER_MIDDLEWARES": {
@@ -209,6 +222,19 @@ def crawl_in_this_process(middleware: str, urls: list[str], slow: str | None) ->
         measured["robots_txt"] = {
             key: stats.get(key, 0) for key in (STARTED_STAT, DOWNLOADED_STAT, FAILED_STAT)
         }
+    if middleware == "holdonly":
+        import _hold_only
+
+        measured["origins"] = count_origins(urls)
+        measured["robots_txt"] = {
+            key: stats.get(key, 0)
+            for key in (
+                _hold_only.DOWNLOADED_STAT,
+                _hold_only.FAILED_STAT,
+                _hold_only.HELD_STAT,
+                _hold_only.RELEASED_STAT,
+            )
+        }
     return measured
 
 
@@ -219,6 +245,18 @@ def check_fetch_only(measured: dict[str, Any]) -> None:
     counts, origins = measured["robots_txt"], measured["origins"]
     if not counts[STARTED_STAT] == counts[DOWNLOADED_STAT] == origins:
         raise RuntimeError(f"fetch-only: {counts} for {origins} origins, not one each")
+
+
+def check_hold_only(measured: dict[str, Any]) -> None:
+    """The hold-only contender proves its cost: one robots.txt per origin downloaded, and
+    every request it held handed back."""
+    from _hold_only import DOWNLOADED_STAT, FAILED_STAT, HELD_STAT, RELEASED_STAT
+
+    counts, origins = measured["robots_txt"], measured["origins"]
+    if counts[DOWNLOADED_STAT] != origins or counts[FAILED_STAT]:
+        raise RuntimeError(f"hold-only: {counts} for {origins} origins, not one each")
+    if not counts[HELD_STAT] or counts[HELD_STAT] != counts[RELEASED_STAT]:
+        raise RuntimeError(f"hold-only: {counts}, not every held request released")
 
 
 def run_crawl_subprocess(
@@ -240,6 +278,8 @@ def run_crawl_subprocess(
         raise RuntimeError(f"{middleware} {scenario}: {measured['failures']} requests failed")
     if middleware == "fetchonly":
         check_fetch_only(measured)
+    if middleware == "holdonly":
+        check_hold_only(measured)
     return CrawlRun(
         middleware,
         scenario,
@@ -375,6 +415,7 @@ def report(broad: dict[str, list[CrawlRun]], hol: dict[str, list[CrawlRun]]) -> 
         f"{done['builtin'] / done['rep9309']:.2f}x faster than builtin"
     )
     report_bound(rate, cpu, done)
+    report_design(rate, cpu, done)
 
 
 def report_bound(rate: dict[str, float], cpu: dict[str, float], done: dict[str, float]) -> None:
@@ -389,6 +430,19 @@ def report_bound(rate: dict[str, float], cpu: dict[str, float], done: dict[str, 
         f"{cpu['fetchonly'] - cpu['floor']:+.3f} ms CPU per page over it; rep9309 reaches "
         f"{rate['rep9309'] / rate['fetchonly']:.2f}x fetch-only's pages/s and "
         f"{done['rep9309'] / done['fetchonly']:.2f}x its head-of-line time"
+    )
+
+
+def report_design(rate: dict[str, float], cpu: dict[str, float], done: dict[str, float]) -> None:
+    """Where holding outside the downloader alone (hold-only) stands against the built-in,
+    which waits inside it, and this middleware against hold-only: figures only."""
+    print(
+        f"design: holding outside the downloader alone (hold-only) reaches "
+        f"{rate['holdonly'] / rate['builtin']:.2f}x builtin's pages/s, "
+        f"{cpu['holdonly'] - cpu['builtin']:+.3f} ms CPU per page over it, and "
+        f"{done['holdonly'] / done['floor']:.2f}x the floor's head-of-line time; rep9309 "
+        f"reaches {rate['rep9309'] / rate['holdonly']:.2f}x hold-only's pages/s, "
+        f"{cpu['rep9309'] - cpu['holdonly']:+.3f} ms CPU per page over it"
     )
 
 
