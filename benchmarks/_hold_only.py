@@ -7,7 +7,9 @@ outside the downloader (answered with an ``IgnoreRequest`` failure in Scrapy's
 ``request_scheduled`` signal, as the plugin does), the robots.txt is downloaded once
 through Scrapy's engine, and the held requests are then handed back to the engine on a
 fresh call stack. It never parses the file or decides anything, keeps no record, store
-or timer, and does not bound how many downloads run at once.
+or timer, does not bound how many downloads run at once, takes no last look before
+sending, and drops what it holds if the spider closes meanwhile (the plugin ends those
+with a reason): less than any real handling built this way must do.
 
 Scrapy's built-in waits for robots.txt inside the downloader instead (the origin's
 requests take download slots meanwhile, the head-of-line scenario); that also lets the
@@ -18,6 +20,7 @@ what holding outside the downloader costs on its own, before any robots.txt hand
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -25,12 +28,15 @@ from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.log import failure_to_exc_info
 from twisted.python.failure import Failure
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
 
 # The same priority Scrapy's built-in RobotsTxtMiddleware gives its robots.txt requests.
 ROBOTS_TXT_PRIORITY = 1000
@@ -76,7 +82,8 @@ class HoldOnlyMiddleware:
         if held is None:
             self.held[origin] = [request]
             url = f"{parsed.scheme}://{parsed.netloc}/robots.txt"
-            deferred_from_coro(self._download_then_release(origin, url))
+            running = deferred_from_coro(self._download_then_release(origin, url))
+            running.addErrback(_log_failure)
         else:
             held.append(request)
         self._inc(HELD_STAT)
@@ -95,21 +102,25 @@ class HoldOnlyMiddleware:
             callback=NO_CALLBACK,
             dont_filter=True,
         )
+        downloaded = False
         try:
             await self._engine_download(robots_txt)
-        except Exception:  # any failure of the download is counted alike, and releases
-            self._inc(FAILED_STAT)
-        else:
-            self._inc(DOWNLOADED_STAT)
-        self.downloaded.add(origin)
-        from twisted.internet import reactor
+            downloaded = True
+        except Exception:  # any failure of the download is counted alike
+            pass
+        finally:  # released whatever happened (cancelled too): nothing stays held
+            self._inc(DOWNLOADED_STAT if downloaded else FAILED_STAT)
+            self.downloaded.add(origin)
+            from twisted.internet import reactor
 
-        reactor.callLater(0, self._release, origin)
+            reactor.callLater(0, self._release, origin)
 
     def _release(self, origin: tuple[str, str, int]) -> None:
         engine = self.crawler.engine
-        assert engine is not None
-        for request in self.held.pop(origin):
+        held = self.held.pop(origin)
+        if engine is None or engine.spider is None:  # closed meanwhile: dropped
+            return
+        for request in held:
             request.meta[RELEASED_META] = True
             self._inc(RELEASED_STAT)
             engine.crawl(request)
@@ -125,3 +136,7 @@ class HoldOnlyMiddleware:
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value(key)
+
+
+def _log_failure(failure: Failure) -> None:
+    logger.error("hold-only: holding or releasing failed", exc_info=failure_to_exc_info(failure))

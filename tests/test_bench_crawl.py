@@ -74,19 +74,40 @@ async def test_hold_only_holds_every_request_of_an_origin_until_its_robots_txt_i
 
     result = await run_crawl(pages, {"CONCURRENT_REQUESTS": 2}, enable=HOLD_ONLY_ENABLED)
 
-    # Nothing is decided: every page is crawled although robots.txt disallows it.
+    # Nothing is decided: every page is crawled, once, although robots.txt disallows it.
     assert result.urls == set(pages)
+    assert len(result.responses) == len(pages)
     assert len(slow.robots_fetches) == len(quick.robots_fetches) == 1
     assert result.stat(_hold_only.DOWNLOADED_STAT) == 2
     assert result.stat(_hold_only.FAILED_STAT) == 0
     # Every page came before its origin's robots.txt was downloaded: held, then released.
     assert result.stat(_hold_only.HELD_STAT) == result.stat(_hold_only.RELEASED_STAT) == 6
     answered = slow.robots_fetches[0].answered
-    assert answered is not None
+    quick_answered = quick.robots_fetches[0].answered
+    assert answered is not None and quick_answered is not None
     assert all(seen.time >= answered for seen in result.responses if seen.url.startswith(slow.base))
+    assert all(
+        seen.time >= quick_answered for seen in result.responses if seen.url.startswith(quick.base)
+    )
     # Held outside the downloader: the slow robots.txt left both slots to the quick origin.
     quick_done = max(seen.time for seen in result.responses if seen.url.startswith(quick.base))
     assert quick_done < answered
+
+
+@deferred_f_from_coro_f
+async def test_hold_only_releases_what_it_held_when_the_robots_txt_download_fails(
+    servers: ServerPool,
+) -> None:
+    site = servers.add(reset())
+
+    result = await run_crawl(site.urls(PAGES), {"RETRY_ENABLED": False}, enable=HOLD_ONLY_ENABLED)
+
+    assert result.urls == set(site.urls(PAGES))
+    assert len(result.responses) == len(PAGES)
+    assert result.stat(_hold_only.FAILED_STAT) == 1
+    assert result.stat(_hold_only.DOWNLOADED_STAT) == 0
+    assert result.stat(_hold_only.HELD_STAT) == result.stat(_hold_only.RELEASED_STAT) == 3
+    assert [record for record in result.logs if record.levelname in ("ERROR", "CRITICAL")] == []
 
 
 def test_every_contender_goes_first_in_turn() -> None:
